@@ -1,0 +1,69 @@
+"""adaroll_env: Gymnasium environments for rollout allocation in GRPO post-training.
+
+Importing this package registers the environment ids (Gymnasium 1.x has no plugin entry
+points)::
+
+    import gymnasium as gym
+    import adaroll_env
+
+    gym.register_envs(adaroll_env)  # a no-op that keeps linters from dropping the import
+    env = gym.make("AdaRoll/BetaBernoulli-v0")
+    # or, without the import: gym.make("adaroll_env:AdaRoll/BetaBernoulli-v0")
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from adaroll_env.model import (
+    AllocationParams,
+    AllocationState,
+    apply,
+    apply_counts,
+    budget_left,
+    decode_action,
+    encode_counts,
+    initial_state,
+    observe,
+    predictive,
+    split_round,
+    utility_value,
+)
+from adaroll_env.priors import PROFILES, fit_beta, list_profiles, resolve_difficulty
+from adaroll_env.utilities import expected_utility, list_utilities, register_utility
+
+__version__ = "0.1.0"
+
+ENV_IDS: tuple[str, ...] = ("AdaRoll/BetaBernoulli-v0", "AdaRoll/BetaBernoulliRounds-v0")
+
+_ENTRY_POINTS = {
+    "AdaRoll/BetaBernoulli-v0": "adaroll_env.envs:BetaBernoulliEnv",
+    "AdaRoll/BetaBernoulliRounds-v0": "adaroll_env.envs:BetaBernoulliRoundsEnv",
+}
+
+for _env_id, _entry in _ENTRY_POINTS.items():
+    if _env_id not in gym.registry:
+        gym.register(id=_env_id, entry_point=_entry)
+
+__all__ = [
+    "ENV_IDS",
+    "PROFILES",
+    "AllocationParams",
+    "AllocationState",
+    "apply",
+    "apply_counts",
+    "budget_left",
+    "decode_action",
+    "encode_counts",
+    "expected_utility",
+    "fit_beta",
+    "initial_state",
+    "list_profiles",
+    "list_utilities",
+    "observe",
+    "predictive",
+    "register_utility",
+    "resolve_difficulty",
+    "split_round",
+    "utility_value",
+]

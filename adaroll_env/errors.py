@@ -1,0 +1,50 @@
+"""The one home of user-facing error helpers shared by every adaroll package."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Iterable
+from typing import Any
+
+
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """Return the known name closest to ``name``, or None if nothing is close."""
+    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.5)
+    return matches[0] if matches else None
+
+
+def unknown_name(kind: str, name: str, known: Iterable[str], fix: str = "") -> ValueError:
+    """Build the ValueError for an unknown registered name, suggesting the closest one."""
+    known = sorted(known)
+    guess = closest(name, known)
+    hint = f" Did you mean {guess!r}?" if guess else ""
+    tail = f" {fix}" if fix else ""
+    return ValueError(f"unknown {kind} {name!r}.{hint} Known: {', '.join(known)}.{tail}")
+
+
+def import_object(path: str, kind: str) -> Any:
+    """Import ``"package.module:attribute"`` and return the attribute, with clear errors."""
+    module_name, sep, attr = path.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(
+            f"{kind} path {path!r} is not of the form 'package.module:name': "
+            "write the module path, a colon, then the attribute name"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(
+            f"cannot import module {module_name!r} named by {kind} {path!r} ({exc}): "
+            "check the spelling and that the module is on the Python path"
+        ) from exc
+    obj = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise ValueError(
+                f"module {module_name!r} has no attribute {attr!r} (named by {kind} {path!r}): "
+                "check the name after the colon"
+            ) from exc
+    return obj

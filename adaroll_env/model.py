@@ -1,0 +1,494 @@
+"""The pure allocation model: parameters, belief state, observation, transitions, utility.
+
+This module is the only place where posterior arithmetic lives. The environments, the solvers,
+the allocators and the trainer call these functions and never re-derive a posterior.
+
+One GRPO step is one episode. ``B`` questions each hold a belief ``Beta(alpha_i, beta_i)``
+over their pass rate; ``N`` rollouts are handed out (``pilot`` to every question first, then by
+decisions of one rollout or one round of ``R``); the episode's value is the training utility
+``sum_i u(s_i, f_i)`` of the final counts. States are immutable: every transition returns a new
+state whose arrays are read-only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+from gymnasium import spaces
+from numpy.typing import ArrayLike, NDArray
+
+from adaroll_env.utilities import get_utility
+
+Mode = Literal["sequential", "rounds"]
+MODES: tuple[str, ...] = ("sequential", "rounds")
+
+#: Largest prior parameter accepted; keeps observation bounds finite and arithmetic exact.
+PRIOR_MAX = 1e6
+
+OBS_KEYS: tuple[str, ...] = ("alpha", "beta", "successes", "rollouts", "budget_left", "mean", "std")
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _normalise_prior(name: str, value: Any, num_questions: int) -> float | tuple[float, ...]:
+    """Validate a prior: a positive finite float, or a tuple of B of them."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a float or a sequence of {num_questions} floats, got bool")
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        v = float(value)
+        if not math.isfinite(v) or v <= 0 or v > PRIOR_MAX:
+            raise ValueError(
+                f"{name} must be finite, > 0 and <= {PRIOR_MAX:g}, got {value!r}: "
+                "Beta priors need positive parameters (1.0 is the uniform prior)"
+            )
+        return v
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be a float or a sequence of {num_questions} floats, got {value!r}"
+        ) from None
+    if arr.ndim != 1 or arr.shape[0] != num_questions:
+        raise ValueError(
+            f"{name} has shape {arr.shape}, but num_questions is {num_questions}: "
+            f"give one float for all questions or exactly {num_questions} values"
+        )
+    bad = ~np.isfinite(arr) | (arr <= 0) | (arr > PRIOR_MAX)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name}[{i}] = {arr[i]!r} is not a valid Beta parameter: each must be finite, "
+            f"> 0 and <= {PRIOR_MAX:g}"
+        )
+    return tuple(float(x) for x in arr)
+
+
+@dataclass(frozen=True)
+class AllocationParams:
+    """Everything fixed during one allocation episode (one GRPO step).
+
+    Frozen, validated, hashable and picklable, so it can key caches and be saved beside models.
+
+    Attributes:
+        num_questions: B, questions in the batch.
+        budget: N, rollouts to spend on the batch, pilot included (None: 8·B).
+        prior_alpha: belief prior alpha, a float or a tuple of B floats.
+        prior_beta: belief prior beta, a float or a tuple of B floats.
+        pilot: rollouts every question gets before the first decision.
+        max_group: cap on the rollouts of one question (None: no cap).
+        mode: ``"sequential"`` (one rollout per decision) or ``"rounds"`` (R per decision).
+        round_size: R, rollouts handed out per decision (1 in sequential mode).
+        utility: registered utility name or ``"package.module:function"`` path.
+    """
+
+    num_questions: int = 16
+    budget: int | None = None
+    prior_alpha: float | tuple[float, ...] = 1.0
+    prior_beta: float | tuple[float, ...] = 1.0
+    pilot: int = 0
+    max_group: int | None = None
+    mode: Mode = "sequential"
+    round_size: int = 1
+    utility: str = "informative"
+
+    def __post_init__(self) -> None:
+        B = _check_int("num_questions", self.num_questions, 1)
+        budget = 8 * B if self.budget is None else _check_int("budget", self.budget, 1)
+        pilot = _check_int("pilot", self.pilot, 0)
+        cap = None if self.max_group is None else _check_int("max_group", self.max_group, 1)
+        R = _check_int("round_size", self.round_size, 1)
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.mode == "sequential" and R != 1:
+            raise ValueError(
+                f"round_size is {R} but mode is 'sequential', which hands out one rollout per "
+                "decision: use mode='rounds' or round_size=1"
+            )
+        if budget <= pilot * B:
+            raise ValueError(
+                f"budget ({budget}) must exceed pilot·B ({pilot}·{B} = {pilot * B}) so that at "
+                "least one decision remains: lower pilot or raise budget"
+            )
+        if cap is not None and budget > cap * B:
+            raise ValueError(
+                f"budget ({budget}) is larger than B·max_group ({B}·{cap} = {cap * B}), so it "
+                "cannot be spent: lower budget or raise max_group"
+            )
+        get_utility(self.utility)
+        object.__setattr__(self, "num_questions", B)
+        object.__setattr__(self, "budget", budget)
+        object.__setattr__(self, "pilot", pilot)
+        object.__setattr__(self, "max_group", cap)
+        object.__setattr__(self, "round_size", R)
+        object.__setattr__(
+            self, "prior_alpha", _normalise_prior("prior_alpha", self.prior_alpha, B)
+        )
+        object.__setattr__(self, "prior_beta", _normalise_prior("prior_beta", self.prior_beta, B))
+        # Derived constants, read on every step (not dataclass fields: no effect on eq/hash,
+        # not pickled: __setstate__ runs this method again).
+        object.__setattr__(self, "_N", budget)
+        object.__setattr__(self, "_cap", cap if cap is not None else budget - pilot * (B - 1))
+        a = np.broadcast_to(np.asarray(self.prior_alpha, dtype=np.float64), (B,)).copy()
+        b = np.broadcast_to(np.asarray(self.prior_beta, dtype=np.float64), (B,)).copy()
+        derived = (a, b, a.astype(np.float32), b.astype(np.float32))
+        for arr in derived:
+            arr.flags.writeable = False
+        object.__setattr__(self, "_priors", derived)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        self.__post_init__()
+
+    @property
+    def total_budget(self) -> int:
+        """N as an int (``budget`` after defaulting)."""
+        return self._N  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def cap(self) -> int:
+        """The most rollouts one question can receive: ``max_group``, else N − pilot·(B−1)."""
+        return self._cap  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def group_size(self) -> float:
+        """G = N / B, the uniform group size of the same budget."""
+        return self.total_budget / self.num_questions
+
+    def replace(self, **changes: Any) -> AllocationParams:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable fields (tuples become lists)."""
+        out = dataclasses.asdict(self)
+        for key in ("prior_alpha", "prior_beta"):
+            if isinstance(out[key], tuple):
+                out[key] = list(out[key])
+        return out
+
+
+def prior_arrays(params: AllocationParams) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The prior as two read-only float64 arrays of shape [B]."""
+    a, b, _, _ = params._priors  # type: ignore[attr-defined]
+    return a, b
+
+
+def _prior_arrays32(params: AllocationParams) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    _, _, a, b = params._priors  # type: ignore[attr-defined]
+    return a, b
+
+
+def _frozen(arr: NDArray[Any]) -> NDArray[Any]:
+    arr.flags.writeable = False
+    return arr
+
+
+class AllocationState(NamedTuple):
+    """Counts so far: ``successes[B]``, ``failures[B]`` (read-only int64 arrays).
+
+    Immutable: build states with ``initial_state``, ``make_state``, ``apply`` and
+    ``apply_counts``; the derived ``rollouts`` (n_i = s_i + f_i) and ``spent`` (Σ n_i) are
+    computed once, there.
+    """
+
+    successes: NDArray[np.int64]
+    failures: NDArray[np.int64]
+    rollouts: NDArray[np.int64]
+    spent: int
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AllocationState):
+            return NotImplemented
+        return bool(
+            np.array_equal(self.successes, other.successes)
+            and np.array_equal(self.failures, other.failures)
+        )
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _state(s: NDArray[np.int64], f: NDArray[np.int64]) -> AllocationState:
+    n = s + f
+    return AllocationState(_frozen(s), _frozen(f), _frozen(n), int(n.sum()))
+
+
+def initial_state(params: AllocationParams) -> AllocationState:
+    """All counts zero: the state before any pilot."""
+    B = params.num_questions
+    return _state(np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64))
+
+
+def make_state(
+    params: AllocationParams, successes: ArrayLike, failures: ArrayLike
+) -> AllocationState:
+    """A state from given counts, checked against the params (shape, sign, budget, cap)."""
+    s = np.array(successes, dtype=np.int64).reshape(-1)
+    f = np.array(failures, dtype=np.int64).reshape(-1)
+    B = params.num_questions
+    if s.shape != (B,) or f.shape != (B,):
+        raise ValueError(f"counts must have shape ({B},), got {s.shape} and {f.shape}")
+    if np.any(s < 0) or np.any(f < 0):
+        raise ValueError("counts must be non-negative")
+    if int(s.sum() + f.sum()) > params.total_budget:
+        raise ValueError(f"counts spend {int(s.sum() + f.sum())} > budget {params.total_budget}")
+    if np.any(s + f > params.cap):
+        raise ValueError(f"a question exceeds the cap of {params.cap} rollouts")
+    return _state(s, f)
+
+
+def budget_left(params: AllocationParams, state: AllocationState) -> int:
+    """Rollouts still to hand out: N − Σ(s + f)."""
+    return params.total_budget - state.spent
+
+
+def is_done(params: AllocationParams, state: AllocationState) -> bool:
+    """True once the whole budget is spent."""
+    return budget_left(params, state) == 0
+
+
+def next_round_size(params: AllocationParams, state: AllocationState) -> int:
+    """Rollouts the next decision hands out: min(R, budget left)."""
+    return min(params.round_size, budget_left(params, state))
+
+
+def capacity(params: AllocationParams, state: AllocationState) -> NDArray[np.int64]:
+    """Rollouts each question can still take under the cap."""
+    return np.asarray(params.cap - state.rollouts, dtype=np.int64)
+
+
+def feasible(params: AllocationParams, state: AllocationState) -> NDArray[np.bool_]:
+    """Questions that can take one more rollout (below the cap)."""
+    return capacity(params, state) > 0
+
+
+def posterior(
+    params: AllocationParams, state: AllocationState
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Posterior Beta parameters (alpha + s, beta + f) as float64 arrays [B]."""
+    a0, b0 = prior_arrays(params)
+    return a0 + state.successes, b0 + state.failures
+
+
+def predictive(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:
+    """Posterior-predictive probability that the next rollout of each question succeeds."""
+    a, b = posterior(params, state)
+    return a / (a + b)
+
+
+def posterior_variance(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:
+    """Variance of each question's posterior Beta."""
+    a, b = posterior(params, state)
+    t = a + b
+    return a * b / (t * t * (t + 1.0))
+
+
+def question_utilities(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:
+    """u(s_i, f_i) for each question."""
+    return np.asarray(
+        get_utility(params.utility)(state.successes, state.failures), dtype=np.float64
+    )
+
+
+def utility_value(params: AllocationParams, state: AllocationState) -> float:
+    """Training utility Σ_i u(s_i, f_i) of the state's counts."""
+    return float(np.add.reduce(question_utilities(params, state)))
+
+
+def apply(
+    params: AllocationParams, state: AllocationState, question: int, outcome: bool | int
+) -> AllocationState:
+    """One rollout on ``question`` with ``outcome`` (1 success, 0 failure): a new state."""
+    B = params.num_questions
+    if not 0 <= question < B:
+        raise ValueError(f"question {question} is outside 0..{B - 1}")
+    if state.spent >= params.total_budget:
+        raise ValueError("the budget is already spent: reset the episode")
+    if state.rollouts[question] >= params.cap:
+        raise ValueError(f"question {question} is at its cap of {params.cap} rollouts")
+    n = state.rollouts.copy()
+    n[question] += 1
+    if outcome:
+        s = state.successes.copy()
+        s[question] += 1
+        return AllocationState(_frozen(s), state.failures, _frozen(n), state.spent + 1)
+    f = state.failures.copy()
+    f[question] += 1
+    return AllocationState(state.successes, _frozen(f), _frozen(n), state.spent + 1)
+
+
+def apply_counts(
+    params: AllocationParams,
+    state: AllocationState,
+    counts: ArrayLike,
+    successes: ArrayLike,
+) -> AllocationState:
+    """Apply a whole round: ``counts[i]`` rollouts on question i, ``successes[i]`` of them good."""
+    c = np.asarray(counts, dtype=np.int64)
+    k = np.asarray(successes, dtype=np.int64)
+    B = params.num_questions
+    if c.shape != (B,) or k.shape != (B,):
+        raise ValueError(f"counts and successes must have shape ({B},), got {c.shape}, {k.shape}")
+    if np.any(c < 0) or np.any(k < 0) or np.any(k > c):
+        raise ValueError("need 0 <= successes <= counts for every question")
+    if int(c.sum()) > budget_left(params, state):
+        raise ValueError(
+            f"round of {int(c.sum())} rollouts exceeds the {budget_left(params, state)} left"
+        )
+    if np.any(state.rollouts + c > params.cap):
+        raise ValueError(f"round pushes a question past its cap of {params.cap} rollouts")
+    return _state(state.successes + k, state.failures + (c - k))
+
+
+def observation_space(params: AllocationParams, *, reveal_truth: bool = False) -> spaces.Dict:
+    """The flat Dict of 1-D float32 Boxes that ``observe`` returns, with finite bounds."""
+    B = params.num_questions
+    N = float(params.total_budget)
+    hi_ab = float(PRIOR_MAX) + N
+
+    def box(low: float, high: float, n: int = B) -> spaces.Box:
+        return spaces.Box(low=low, high=high, shape=(n,), dtype=np.float32)
+
+    parts = {
+        "alpha": box(0.0, hi_ab),
+        "beta": box(0.0, hi_ab),
+        "successes": box(0.0, N),
+        "rollouts": box(0.0, N),
+        "budget_left": box(0.0, N, 1),
+        "mean": box(0.0, 1.0),
+        "std": box(0.0, 0.5),
+    }
+    if reveal_truth:
+        parts["true_p"] = box(0.0, 1.0)
+    return spaces.Dict(parts)
+
+
+def observe(
+    params: AllocationParams, state: AllocationState, true_p: ArrayLike | None = None
+) -> dict[str, NDArray[np.float32]]:
+    """The observation of ``state``: exactly the env's (keys, shapes, float32), fresh arrays.
+
+    With ``true_p`` given, the observation also carries ``true_p`` (``reveal_truth=True``).
+    """
+    a0, b0 = _prior_arrays32(params)
+    s = state.successes.astype(np.float32)
+    a = a0 + s
+    b = b0 + state.failures.astype(np.float32)
+    t = a + b
+    mean = a / t
+    obs = {
+        "alpha": a,
+        "beta": b,
+        "successes": s,
+        "rollouts": state.rollouts.astype(np.float32),
+        "budget_left": np.array([params.total_budget - state.spent], dtype=np.float32),
+        "mean": mean,
+        "std": np.sqrt(mean * (b / t) / (t + np.float32(1.0))),
+    }
+    if true_p is not None:
+        obs["true_p"] = np.asarray(true_p, dtype=np.float32).copy()
+    return obs
+
+
+def split_round(weights: ArrayLike, total: int, capacity: ArrayLike) -> NDArray[np.int64]:
+    """Split ``total`` rollouts in proportion to ``weights`` by largest remainder.
+
+    Ties go to the lower index. Caps are respected: what a capped question cannot take goes to
+    the questions with the next-largest weights. When no question under its cap has a positive
+    weight, the round is split evenly among the questions under their cap. The result sums to
+    ``total`` whenever the capacities allow it (a ValueError otherwise).
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    cap = np.asarray(capacity, dtype=np.int64)
+    total = int(total)
+    if total < 0:
+        raise ValueError(f"round size must be >= 0, got {total}")
+    if int(np.maximum(cap, 0).sum()) < total:
+        raise ValueError(
+            f"round of {total} rollouts does not fit the remaining capacity {int(cap.sum())}"
+        )
+    counts = np.zeros(w.shape[0], dtype=np.int64)
+    if total == 0:
+        return counts
+    open_ = cap > 0
+    w = np.where(open_, np.maximum(w, 0.0), 0.0)
+    wsum = float(w.sum())
+    if wsum <= 0.0:
+        w = open_.astype(np.float64)
+        wsum = float(w.sum())
+    quota = total * (w / wsum)
+    counts = np.floor(quota).astype(np.int64)
+    short = total - int(counts.sum())
+    if short > 0:
+        frac = quota - counts
+        # Stable sort on -frac: equal fractions keep ascending index order.
+        order = np.argsort(-frac, kind="stable")
+        counts[order[:short]] += 1
+    over = np.maximum(counts - cap, 0)
+    if over.any():
+        counts -= over
+        spill = int(over.sum())
+        for i in np.argsort(-w, kind="stable"):
+            room = int(cap[i] - counts[i])
+            if room > 0:
+                give = min(room, spill)
+                counts[i] += give
+                spill -= give
+                if spill == 0:
+                    break
+    return counts
+
+
+def encode_counts(counts: ArrayLike) -> NDArray[np.float32]:
+    """The rounds-env action that decodes to exactly ``counts`` (for a round of Σ counts).
+
+    Weights proportional to the counts, mapped to [-1, 1] by a = 2·w − 1 with w = counts / max.
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    if c.ndim != 1 or np.any(c < 0) or np.any(c != np.floor(c)):
+        raise ValueError(f"counts must be a 1-D array of non-negative integers, got {counts!r}")
+    top = float(c.max()) if c.size else 0.0
+    if top <= 0:
+        return np.full(c.shape, -1.0, dtype=np.float32)
+    return np.asarray(2.0 * (c / top) - 1.0, dtype=np.float32)
+
+
+def decode_action(
+    params: AllocationParams, state: AllocationState, action: ArrayLike
+) -> NDArray[np.int64]:
+    """Counts for a rounds action: w = (a + 1)/2, split by ``split_round`` under the caps."""
+    a = np.asarray(action)
+    B = params.num_questions
+    if a.shape != (B,):
+        raise ValueError(
+            f"action {action!r} has shape {a.shape}, but the action space is Box(-1, 1, ({B},)): "
+            f"give {B} weights in [-1, 1]"
+        )
+    try:
+        a32 = a.astype(np.float32)
+    except (TypeError, ValueError):
+        raise ValueError(f"action {action!r} is not numeric: give {B} weights in [-1, 1]") from None
+    if np.any(np.isnan(a32)) or np.any(a32 < -1.0) or np.any(a32 > 1.0):
+        raise ValueError(
+            f"action {action!r} is outside Box(-1, 1, ({B},)) or contains NaN: "
+            "clip the weights to [-1, 1] (SB3 clips Box actions before stepping)"
+        )
+    w = (a32.astype(np.float64) + 1.0) / 2.0
+    return split_round(w, next_round_size(params, state), capacity(params, state))

@@ -1,0 +1,175 @@
+"""The allocator protocol and the shared base that derives ``act`` and ``predict``.
+
+An allocator writes one method, ``allocate(obs) -> counts``: integer rollouts per question for
+the next decision, summing to min(R, budget_left) with caps respected. ``BaseAllocator`` turns
+those counts into an env action (``act``) and serves SB3's ``PolicyPredictor`` interface over
+batched observations (``predict``), so ``stable_baselines3.common.evaluation.evaluate_policy``
+runs every allocator.
+
+Memory rule: an allocator keeps no memory that changes its decisions beyond its seeded random
+generator ``self.rng``; so ``reset(params, seed=s)`` followed by the same observations gives
+the same actions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from adaroll_env.model import AllocationParams, encode_counts
+
+Obs = dict[str, NDArray[Any]]
+
+
+@runtime_checkable
+class Allocator(Protocol):
+    """What every allocator offers (see DESIGN §4)."""
+
+    name: str
+
+    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
+        """Take the episode's fixed settings and reseed the allocator's generator."""
+
+    def allocate(self, obs: Obs) -> NDArray[np.int64]:
+        """Integer rollouts per question for the next decision."""
+
+    def act(self, obs: Obs) -> int | NDArray[np.float32]:
+        """The same decision as an env action."""
+
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> tuple[Any, Any]:
+        """SB3's ``PolicyPredictor`` over (batched) observations."""
+
+
+@dataclass(frozen=True)
+class Beliefs:
+    """One observation, read as arrays an allocator computes with (float64 / int64).
+
+    ``prior_alpha``/``prior_beta`` are ``alpha − successes`` and ``beta − failures`` (exact up to
+    float32 rounding of the observation).
+    """
+
+    alpha: NDArray[np.float64]
+    beta: NDArray[np.float64]
+    successes: NDArray[np.int64]
+    failures: NDArray[np.int64]
+    rollouts: NDArray[np.int64]
+    budget_left: int
+    round_size: int
+    capacity: NDArray[np.int64]
+
+    @property
+    def mean(self) -> NDArray[np.float64]:
+        """Posterior mean of each pass rate."""
+        return self.alpha / (self.alpha + self.beta)
+
+    @property
+    def prior_alpha(self) -> NDArray[np.float64]:
+        """Prior alpha of each question (posterior alpha minus successes)."""
+        return self.alpha - self.successes
+
+    @property
+    def prior_beta(self) -> NDArray[np.float64]:
+        """Prior beta of each question (posterior beta minus failures)."""
+        return self.beta - self.failures
+
+
+def read_beliefs(params: AllocationParams, obs: Obs) -> Beliefs:
+    """Parse one (unbatched) observation under ``params`` into ``Beliefs``."""
+    s = np.rint(np.asarray(obs["successes"], dtype=np.float64)).astype(np.int64)
+    n = np.rint(np.asarray(obs["rollouts"], dtype=np.float64)).astype(np.int64)
+    left = int(round(float(np.asarray(obs["budget_left"]).reshape(-1)[0])))
+    if s.shape != (params.num_questions,):
+        raise ValueError(
+            f"observation has {s.shape[0] if s.ndim else 0} questions but the allocator was reset "
+            f"for {params.num_questions}: call reset(params) with the env's params"
+        )
+    return Beliefs(
+        alpha=np.asarray(obs["alpha"], dtype=np.float64),
+        beta=np.asarray(obs["beta"], dtype=np.float64),
+        successes=s,
+        failures=n - s,
+        rollouts=n,
+        budget_left=left,
+        round_size=min(params.round_size, left),
+        capacity=params.cap - n,
+    )
+
+
+class BaseAllocator:
+    """Shared base: holds ``params`` and ``rng``; derives ``act`` and ``predict`` from
+    ``allocate``. Subclasses set ``name`` and write ``allocate``.
+    """
+
+    name: str = "base"
+
+    def __init__(self) -> None:
+        self._params: AllocationParams | None = None
+        self.rng = np.random.default_rng()
+
+    @property
+    def params(self) -> AllocationParams:
+        """The params given at the last ``reset``."""
+        if self._params is None:
+            raise RuntimeError(
+                f"allocator {self.name!r} has not been reset: call reset(params, seed=...) "
+                "or build it with agents.make_allocator(spec, env)"
+            )
+        return self._params
+
+    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
+        """Take the episode's fixed settings and reseed ``self.rng``."""
+        if not isinstance(params, AllocationParams):
+            raise TypeError(
+                f"reset() needs AllocationParams, got {type(params).__name__}: pass "
+                "env.unwrapped.params"
+            )
+        self._params = params
+        self.rng = np.random.default_rng(seed)
+
+    def allocate(self, obs: Obs) -> NDArray[np.int64]:
+        """Integer rollouts per question for the next decision (write this in a subclass)."""
+        raise NotImplementedError
+
+    def beliefs(self, obs: Obs) -> Beliefs:
+        """The observation as float64/int64 arrays with round size and capacities."""
+        return read_beliefs(self.params, obs)
+
+    def act(self, obs: Obs) -> int | NDArray[np.float32]:
+        """The decision of ``allocate`` as an env action (question index, or rounds weights)."""
+        counts = np.asarray(self.allocate(obs))
+        if self.params.mode == "sequential":
+            nz = np.flatnonzero(counts)
+            if nz.size != 1 or counts[nz[0]] != 1:
+                raise ValueError(
+                    f"allocator {self.name!r} returned counts {counts.tolist()} in sequential "
+                    "mode, where one decision is exactly one rollout to one question"
+                )
+            return int(nz[0])
+        return encode_counts(counts)
+
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> tuple[Any, Any]:
+        """SB3 ``PolicyPredictor``: actions for a single or a batched (VecEnv) observation."""
+        batched = np.asarray(observation["budget_left"]).ndim == 2
+        if not batched:
+            return np.asarray(self.act(observation)), state
+        n_envs = np.asarray(observation["budget_left"]).shape[0]
+        actions = [self.act({k: v[i] for k, v in observation.items()}) for i in range(n_envs)]
+        return np.stack([np.asarray(a) for a in actions]), state
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"

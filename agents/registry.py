@@ -1,0 +1,126 @@
+"""Allocator registry: names, ``"module:Class"`` specs and the ``adaroll.allocators`` group."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+
+from adaroll_env.errors import import_object, unknown_name
+from adaroll_env.model import AllocationParams
+from agents.base import Allocator
+
+ENTRY_POINT_GROUP = "adaroll.allocators"
+
+#: name -> factory, or "module:attr" string imported on first use (keeps ``import agents`` light).
+_REGISTRY: dict[str, Callable[..., Any] | str] = {}
+
+_REQUIRED = ("reset", "allocate", "act", "predict")
+
+
+def register_allocator(
+    name: str, factory: Callable[..., Any] | str, *, overwrite: bool = False
+) -> None:
+    """Register ``factory`` (a class, a callable taking keyword arguments, or a
+    ``"module:attr"`` path imported on first use) under ``name``.
+    """
+    if not isinstance(name, str) or not name or ":" in name:
+        raise ValueError(
+            f"allocator name {name!r} must be a non-empty string without ':' "
+            "(':' marks 'module:Class' specs and the reserved 'sb3:' prefix)"
+        )
+    if name in _REGISTRY and not overwrite:
+        raise ValueError(
+            f"allocator {name!r} is already registered: pass overwrite=True to replace it"
+        )
+    if not (callable(factory) or isinstance(factory, str)):
+        raise TypeError(f"factory for {name!r} must be callable or a 'module:attr' string")
+    _REGISTRY[name] = factory
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def list_allocators() -> list[str]:
+    """Registered names plus those of the ``adaroll.allocators`` entry-point group."""
+    return sorted(set(_REGISTRY) | set(_entry_points()))
+
+
+def _factory(spec: str) -> Callable[..., Any]:
+    if spec.startswith("sb3:"):
+        raise ValueError(
+            f"allocator spec {spec!r} uses the reserved 'sb3:' prefix for stable-baselines3 "
+            "models, which this version of adaroll does not provide yet: use a registered name "
+            "or a 'package.module:Class' spec"
+        )
+    if spec in _REGISTRY:
+        found = _REGISTRY[spec]
+        return import_object(found, "allocator") if isinstance(found, str) else found
+    if ":" in spec:
+        return import_object(spec, "allocator")  # type: ignore[no-any-return]
+    eps = _entry_points()
+    if spec in eps:
+        return eps[spec].load()  # type: ignore[no-any-return]
+    raise unknown_name(
+        "allocator",
+        spec,
+        list_allocators(),
+        "Or give your own as 'package.module:Class' or register it with register_allocator().",
+    )
+
+
+def check_protocol(obj: Any, spec: str) -> None:
+    """Raise TypeError naming what ``obj`` lacks of the ``Allocator`` protocol."""
+    missing = [m for m in _REQUIRED if not callable(getattr(obj, m, None))]
+    if not isinstance(getattr(obj, "name", None), str):
+        missing.append("name (a str attribute)")
+    if missing:
+        raise TypeError(
+            f"allocator {spec!r} ({type(obj).__name__}) does not meet the Allocator protocol: "
+            f"missing {', '.join(missing)}. Subclass agents.BaseAllocator (it provides reset, act "
+            "and predict) and write allocate(obs) -> integer counts"
+        )
+
+
+def params_of(params_or_env: AllocationParams | gym.Env) -> AllocationParams:
+    """``AllocationParams`` given directly or read from ``env.unwrapped.params``."""
+    if isinstance(params_or_env, AllocationParams):
+        return params_or_env
+    params = getattr(getattr(params_or_env, "unwrapped", None), "params", None)
+    if isinstance(params, AllocationParams):
+        return params
+    raise TypeError(
+        f"expected AllocationParams or an adaroll env, got {type(params_or_env).__name__}: "
+        "pass env or env.unwrapped.params"
+    )
+
+
+def make_allocator(
+    spec: str,
+    params_or_env: AllocationParams | gym.Env,
+    seed: int | None = None,
+    **kwargs: Any,
+) -> Allocator:
+    """Build the allocator ``spec`` with ``**kwargs`` (keyword arguments only), then
+    ``reset(params, seed=seed)`` it.
+
+    ``spec``: a registered name (``list_allocators()``), ``"package.module:ClassName"``, or an
+    entry point of the group ``adaroll.allocators``.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"allocator spec must be a string, got {type(spec).__name__}")
+    spec = spec.strip()
+    params = params_of(params_or_env)
+    factory = _factory(spec)
+    if not callable(factory):
+        raise TypeError(f"allocator spec {spec!r} resolves to {factory!r}, which is not callable")
+    try:
+        obj = factory(**kwargs)
+    except TypeError as exc:
+        raise TypeError(f"cannot build allocator {spec!r} with {kwargs}: {exc}") from exc
+    check_protocol(obj, spec)
+    obj.reset(params, seed=seed)
+    return obj  # type: ignore[no-any-return]
