@@ -113,6 +113,7 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         self._state: AllocationState = model.initial_state(self.params)
         self._true_p: NDArray[np.float64] = np.zeros(self.params.num_questions)
         self._utility = 0.0
+        self._qutil: NDArray[np.float64] = np.zeros(self.params.num_questions)
         self._pending = 0.0  # utility not yet paid out (the pilot's, or all of it if terminal)
         self._redirected = 0
         self._last_counts: NDArray[np.int64] = np.zeros(self.params.num_questions, dtype=np.int64)
@@ -123,11 +124,22 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         return self._last_counts.copy()
 
     # --- shared pieces of step ------------------------------------------------------------
-    def _finish_step(self) -> tuple[dict[str, NDArray[np.float32]], float, bool, bool, dict]:
+    def _finish_step(
+        self, question: int | None = None
+    ) -> tuple[dict[str, NDArray[np.float32]], float, bool, bool, dict]:
+        """Reward, termination and info after the state moved; ``question`` when only that
+        question's counts changed (the sequential env), so only its utility is recomputed."""
         p = self.episode_params
         state = self._state
-        new_utility = model.utility_value(p, state)
-        gain = new_utility - self._utility
+        if question is None:
+            self._qutil = np.array(model.question_utilities(p, state))
+            new_utility = float(np.add.reduce(self._qutil))
+            gain = new_utility - self._utility
+        else:
+            u_q = model.question_utility(p, state, question)
+            gain = u_q - float(self._qutil[question])
+            self._qutil[question] = u_q
+            new_utility = self._utility + gain
         self._utility = new_utility
         terminated = state.spent >= p.total_budget
         if self.reward_mode == "dense":
@@ -190,7 +202,8 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
                 p, state, counts, self.np_random.binomial(counts, self._true_p)
             )
         self._state = state
-        self._utility = model.utility_value(p, state)
+        self._qutil = np.array(model.question_utilities(p, state))
+        self._utility = float(np.add.reduce(self._qutil))
         self._pending = self._utility
         self._redirected = 0
         self._last_counts = state.rollouts.copy()
@@ -366,7 +379,7 @@ class BetaBernoulliEnv(_SimulatedAllocationEnv):
         outcome = self.np_random.random() < self._true_p[q]
         self._state = model.apply(p, self._state, q, outcome)
         self._last_action = q
-        return self._finish_step()
+        return self._finish_step(q)
 
     def _last_round(self) -> NDArray[np.int64]:
         counts = np.zeros(self.params.num_questions, dtype=np.int64)

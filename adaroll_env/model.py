@@ -187,9 +187,7 @@ def prior_arrays(params: AllocationParams) -> tuple[NDArray[np.float64], NDArray
     return a, b
 
 
-def _prior_arrays32(params: AllocationParams) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-    _, _, a, b = params._priors  # type: ignore[attr-defined]
-    return a, b
+_ONE32 = np.float32(1.0)
 
 
 def _frozen(arr: NDArray[Any]) -> NDArray[Any]:
@@ -307,6 +305,13 @@ def question_utilities(params: AllocationParams, state: AllocationState) -> NDAr
     )
 
 
+def question_utility(params: AllocationParams, state: AllocationState, question: int) -> float:
+    """u(s_q, f_q) of one question (cheaper than ``question_utilities`` when one count moved)."""
+    fn = get_utility(params.utility)
+    q = question
+    return float(fn(state.successes[q : q + 1], state.failures[q : q + 1])[0])
+
+
 def utility_value(params: AllocationParams, state: AllocationState) -> float:
     """Training utility Σ_i u(s_i, f_i) of the state's counts."""
     return float(np.add.reduce(question_utilities(params, state)))
@@ -387,7 +392,7 @@ def observe(
 
     With ``true_p`` given, the observation also carries ``true_p`` (``reveal_truth=True``).
     """
-    a0, b0 = _prior_arrays32(params)
+    _, _, a0, b0 = params._priors  # type: ignore[attr-defined]
     s = state.successes.astype(np.float32)
     a = a0 + s
     b = b0 + state.failures.astype(np.float32)
@@ -398,9 +403,9 @@ def observe(
         "beta": b,
         "successes": s,
         "rollouts": state.rollouts.astype(np.float32),
-        "budget_left": np.array([params.total_budget - state.spent], dtype=np.float32),
+        "budget_left": np.array([params._N - state.spent], dtype=np.float32),  # type: ignore[attr-defined]
         "mean": mean,
-        "std": np.sqrt(mean * (b / t) / (t + np.float32(1.0))),
+        "std": np.sqrt(mean * (b / t) / (t + _ONE32)),
     }
     if true_p is not None:
         obs["true_p"] = np.asarray(true_p, dtype=np.float32).copy()

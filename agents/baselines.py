@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from adaroll_env.model import split_round
+from adaroll_env.model import AllocationParams, split_round
 from agents.base import BaseAllocator, Obs
 
 
@@ -21,13 +21,16 @@ class UniformAllocator(BaseAllocator):
 
     name = "uniform"
 
+    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
+        """Take the params and compute the target split (a cache: it never changes a decision)."""
+        super().reset(params, seed=seed)
+        B = params.num_questions
+        self._target = split_round(np.ones(B), params.total_budget, np.full(B, params.cap))
+
     def allocate(self, obs: Obs) -> NDArray[np.int64]:
         """Rollouts toward the even split, by deficit."""
-        p = self.params
         b = self.beliefs(obs)
-        B = p.num_questions
-        target = split_round(np.ones(B), p.total_budget, np.full(B, p.cap))
-        deficit = np.maximum(target - b.rollouts, 0)
+        deficit = np.maximum(self._target - b.rollouts, 0)
         return split_round(deficit, b.round_size, b.capacity)
 
 

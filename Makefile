@@ -1,0 +1,56 @@
+# adaroll: `make demo` and `make test` each create .venv when missing and install what they need.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.adaroll-installed
+TORCH_VERSION := 2.13.0
+EXTRAS := dev,sb3,jit
+
+.PHONY: demo test test-fast lint format bench bench-env install clean help
+
+help:
+	@echo "make demo       create .venv, install, run the allocator benchmark on the simulator"
+	@echo "make test       create .venv, install, run the whole test suite"
+	@echo "make lint       ruff (lint + format check) and mypy"
+	@echo "make bench      the default benchmark (same as the demo)"
+	@echo "make bench-env  env steps per second against CartPole (scripts/bench_env.py)"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch goes in first, pinned, so that no dependency pulls a CUDA build; then we check it.
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "torch==$(TORCH_VERSION)"
+	$(PY) -c "import torch, sys; ok = '+cpu' in torch.__version__ or torch.cuda.is_available(); print('torch', torch.__version__, 'CPU build' if '+cpu' in torch.__version__ else 'CUDA available' if ok else 'CUDA build without a GPU'); sys.exit(0 if ok else 'torch is a CUDA build on a machine without CUDA: reinstall torch==$(TORCH_VERSION) (CPU build)')"
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/adaroll bench
+
+bench: $(STAMP)
+	$(VENV)/bin/adaroll bench
+
+bench-env: $(STAMP)
+	$(PY) scripts/bench_env.py
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadfile -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadfile -q -m "not slow"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check adaroll_env agents trainers scripts tests
+	$(VENV)/bin/ruff format --check adaroll_env agents trainers scripts tests
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format adaroll_env agents trainers scripts tests
+	$(VENV)/bin/ruff check --fix adaroll_env agents trainers scripts tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

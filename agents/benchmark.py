@@ -1,0 +1,499 @@
+"""The allocator benchmark behind ``adaroll bench``.
+
+Allocators × env kinds × difficulty profiles × utilities × group sizes G = N/B × episodes, run in
+parallel over the cores from one master seed. Episodes are *paired*: episode i of every allocator
+in a setting uses the same env seed, hence the same true pass rates, so differences against
+``uniform`` are measured on common instances. A run directory keeps the exact config, library
+versions, every episode (CSV), the summary (JSON/CSV), the printed table and PNG plots.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import itertools
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+from scipy import stats
+
+import adaroll_env
+from adaroll_env.priors import resolve_difficulty
+from adaroll_env.utilities import get_utility
+from agents.registry import list_allocators, make_allocator
+
+ENV_KINDS = {"sequential": "AdaRoll/BetaBernoulli-v0", "rounds": "AdaRoll/BetaBernoulliRounds-v0"}
+#: Allocators that read the hidden truth: reported as references, never ranked.
+REFERENCE_ONLY = frozenset({"oracle"})
+
+
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in str(text).split(",") if t.strip()]
+
+
+@dataclass
+class BenchConfig:
+    """Configuration of ``adaroll bench`` (every list is one comma-separated string)."""
+
+    allocators: str = field(
+        default="all",
+        metadata={"help": "comma-separated allocator specs (names, 'module:Class'), or 'all'"},
+    )
+    envs: str = field(
+        default="sequential,rounds",
+        metadata={"help": "env kinds: 'sequential' (BetaBernoulli-v0), 'rounds' (-Rounds-v0)"},
+    )
+    difficulties: str = field(
+        default="rlvr", metadata={"help": "difficulty profiles or pass-rate files, comma-separated"}
+    )
+    utilities: str = field(default="informative", metadata={"help": "utilities, comma-separated"})
+    num_questions: int = field(default=64, metadata={"help": "B, questions per batch"})
+    group_sizes: str = field(
+        default="8", metadata={"help": "G values (budget N = G·B), comma-separated"}
+    )
+    pilot: int = field(default=0, metadata={"help": "rollouts every question gets first"})
+    max_group: int | None = field(
+        default=None, metadata={"help": "cap on rollouts per question (none: no cap)"}
+    )
+    round_size: int | None = field(
+        default=None, metadata={"help": "R for the rounds env (none: R = B)"}
+    )
+    belief: str = field(
+        default="matched",
+        metadata={"help": "'matched' (Beta fitted to the difficulty) or 'a,b' for Beta(a, b)"},
+    )
+    episodes: int = field(default=200, metadata={"help": "episodes per allocator and setting"})
+    seed: int = field(default=0, metadata={"help": "master seed; every other seed derives from it"})
+    workers: int = field(default=0, metadata={"help": "worker processes (0: one per core)"})
+    out: str = field(default="runs", metadata={"help": "folder under which the run directory goes"})
+    name: str = field(default="", metadata={"help": "run directory name ('': bench-<time>)"})
+    plots: bool = field(default=True, metadata={"help": "write PNG plots"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+
+    def __post_init__(self) -> None:
+        for kind in self.env_kinds:
+            if kind not in ENV_KINDS:
+                raise ValueError(
+                    f"env kind {kind!r} is unknown: use {', '.join(ENV_KINDS)} (comma-separated)"
+                )
+        for d in self.difficulty_list:
+            resolve_difficulty(d)
+        for u in self.utility_list:
+            get_utility(u)
+        if not self.group_size_list:
+            raise ValueError("group_sizes is empty: give at least one G, e.g. '8'")
+        if self.episodes < 2:
+            raise ValueError(f"episodes must be >= 2 for a confidence interval, got {self.episodes}")
+        if self.num_questions < 1:
+            raise ValueError(f"num_questions must be >= 1, got {self.num_questions}")
+        if self.workers < 0:
+            raise ValueError(f"workers must be >= 0 (0: one per core), got {self.workers}")
+        self.belief_value()
+        if not self.allocator_list:
+            raise ValueError("allocators is empty: give specs like 'uniform,random' or 'all'")
+
+    @property
+    def env_kinds(self) -> list[str]:
+        """Env kinds to run."""
+        return _split(self.envs)
+
+    @property
+    def difficulty_list(self) -> list[str]:
+        """Difficulty specs to run."""
+        return _split(self.difficulties)
+
+    @property
+    def utility_list(self) -> list[str]:
+        """Utilities to run."""
+        return _split(self.utilities)
+
+    @property
+    def group_size_list(self) -> list[int]:
+        """G values to run."""
+        out = []
+        for g in _split(self.group_sizes):
+            try:
+                out.append(int(g))
+            except ValueError:
+                raise ValueError(f"group size {g!r} is not an integer: give e.g. '4,8,16'") from None
+        return out
+
+    @property
+    def allocator_list(self) -> list[str]:
+        """Allocator specs, ``uniform`` first (it is the baseline of every gain)."""
+        specs = _split(self.allocators)
+        if specs == ["all"]:
+            specs = list_allocators()
+        return ["uniform", *[s for s in specs if s != "uniform"]]
+
+    def belief_value(self) -> str | tuple[float, float]:
+        """The ``belief`` env argument."""
+        if self.belief.strip() == "matched":
+            return "matched"
+        parts = _split(self.belief)
+        try:
+            a, b = (float(x) for x in parts)
+        except ValueError:
+            raise ValueError(
+                f"belief {self.belief!r} must be 'matched' or 'a,b' (e.g. '0.5,0.5')"
+            ) from None
+        return (a, b)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One cell of the grid (everything but the allocator)."""
+
+    env: str
+    difficulty: str
+    utility: str
+    group_size: int
+
+    @property
+    def key(self) -> str:
+        """A short label."""
+        return f"{self.env}/{self.difficulty}/{self.utility}/G={self.group_size}"
+
+
+def settings(cfg: BenchConfig) -> list[Setting]:
+    """The grid of settings, in a stable order."""
+    return [
+        Setting(e, d, u, g)
+        for e, d, u, g in itertools.product(
+            cfg.env_kinds, cfg.difficulty_list, cfg.utility_list, cfg.group_size_list
+        )
+    ]
+
+
+def env_kwargs(cfg: BenchConfig, setting: Setting) -> dict[str, Any]:
+    """Arguments of ``gym.make`` for a setting."""
+    kw: dict[str, Any] = {
+        "num_questions": cfg.num_questions,
+        "budget": setting.group_size * cfg.num_questions,
+        "pilot": cfg.pilot,
+        "max_group": cfg.max_group,
+        "utility": setting.utility,
+        "difficulty": setting.difficulty,
+        "belief": cfg.belief_value(),
+    }
+    if setting.env == "rounds" and cfg.round_size is not None:
+        kw["round_size"] = cfg.round_size
+    return kw
+
+
+def episode_seeds(master: int, episode: int) -> tuple[int, int]:
+    """(env seed, allocator seed) of episode ``episode``: the same for every allocator."""
+    env_seed, alloc_seed = np.random.SeedSequence([master, episode]).generate_state(2)
+    return int(env_seed), int(alloc_seed)
+
+
+def make_env(env: str, kwargs: dict[str, Any]) -> gym.Env:
+    """An adaroll env of the given kind (sequential or rounds)."""
+    gym.register_envs(adaroll_env)
+    return gym.make(ENV_KINDS[env], **kwargs)
+
+
+def run_episodes(
+    env: gym.Env, spec: str, episodes: Iterable[int], master_seed: int
+) -> list[dict[str, Any]]:
+    """Run ``spec`` on ``env`` for the given episode indices; one record per episode."""
+    allocator = make_allocator(spec, env)
+    params = env.unwrapped.params  # type: ignore[attr-defined]
+    records = []
+    for i in episodes:
+        env_seed, alloc_seed = episode_seeds(master_seed, i)
+        obs, info = env.reset(seed=env_seed)
+        allocator.reset(params, seed=alloc_seed)
+        total = 0.0
+        decide = 0.0
+        decisions = 0
+        done = False
+        while not done:
+            t0 = time.perf_counter()
+            action = allocator.act(obs)
+            decide += time.perf_counter() - t0
+            decisions += 1
+            obs, reward, terminated, truncated, info = env.step(action)
+            total += float(reward)
+            done = terminated or truncated
+        alloc = np.asarray(info["allocation"])
+        records.append(
+            {
+                "episode": i,
+                "env_seed": env_seed,
+                "utility": total,
+                "decisions": decisions,
+                "decision_seconds": decide,
+                "max_group_used": int(alloc.max()),
+                "questions_used": int(np.count_nonzero(alloc)),
+            }
+        )
+    return records
+
+
+def _run_task(
+    task: tuple[Setting, dict[str, Any], str, list[int], int],
+) -> tuple[Setting, str, list[dict[str, Any]]]:
+    setting, kwargs, spec, episodes, master = task
+    env = make_env(setting.env, kwargs)
+    try:
+        return setting, spec, run_episodes(env, spec, episodes, master)
+    finally:
+        env.close()
+
+
+def mean_ci(x: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """Mean and the half-width of its Student-t confidence interval."""
+    arr = np.asarray(x, dtype=np.float64)
+    n = arr.size
+    if n < 2:
+        return float(arr.mean()) if n else math.nan, math.nan
+    sem = float(arr.std(ddof=1)) / math.sqrt(n)
+    return float(arr.mean()), float(stats.t.ppf(0.5 + level / 2, n - 1)) * sem
+
+
+def summarise(
+    results: dict[tuple[Setting, str], list[dict[str, Any]]], cfg: BenchConfig
+) -> list[dict[str, Any]]:
+    """One row per (setting, allocator): mean utility with CI, paired gain over uniform."""
+    rows = []
+    for setting in settings(cfg):
+        base = {r["episode"]: r["utility"] for r in results[(setting, "uniform")]}
+        for spec in cfg.allocator_list:
+            recs = sorted(results[(setting, spec)], key=lambda r: r["episode"])
+            u = [r["utility"] for r in recs]
+            mean, ci = mean_ci(u)
+            diff = [r["utility"] - base[r["episode"]] for r in recs]
+            gain, gain_ci = mean_ci(diff)
+            base_mean = float(np.mean(list(base.values())))
+            rows.append(
+                {
+                    "setting": setting.key,
+                    "env": setting.env,
+                    "difficulty": setting.difficulty,
+                    "utility_name": setting.utility,
+                    "group_size": setting.group_size,
+                    "allocator": spec,
+                    "reference_only": spec in REFERENCE_ONLY,
+                    "episodes": len(u),
+                    "mean_utility": mean,
+                    "ci95": ci,
+                    "gain": gain,
+                    "gain_ci95": gain_ci,
+                    "gain_pct": 100.0 * gain / base_mean if base_mean else math.nan,
+                    "ms_per_batch": 1e3 * float(np.mean([r["decision_seconds"] for r in recs])),
+                }
+            )
+    return rows
+
+
+def format_tables(rows: list[dict[str, Any]], cfg: BenchConfig) -> list[Any]:
+    """One rich Table per setting: mean utility with CI, paired gain over uniform, cost."""
+    from rich.table import Table
+
+    tables = []
+    for key in dict.fromkeys(r["setting"] for r in rows):
+        table = Table(
+            title=f"{key}  (B={cfg.num_questions}, {cfg.episodes} paired episodes, seed {cfg.seed})",
+            title_justify="left",
+        )
+        table.add_column("allocator")
+        table.add_column("mean utility ± 95% CI", justify="right")
+        table.add_column("gain vs uniform ± 95% CI", justify="right")
+        table.add_column("gain %", justify="right")
+        table.add_column("ms/batch", justify="right")
+        for r in rows:
+            if r["setting"] != key:
+                continue
+            is_base = r["allocator"] == "uniform"
+            table.add_row(
+                r["allocator"] + (" (ref)" if r["reference_only"] else ""),
+                f"{r['mean_utility']:.3f} ± {r['ci95']:.3f}",
+                "—" if is_base else f"{r['gain']:+.3f} ± {r['gain_ci95']:.3f}",
+                "—" if is_base else f"{r['gain_pct']:+.1f}%",
+                f"{r['ms_per_batch']:.2f}",
+            )
+        tables.append(table)
+    return tables
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The summary as a Markdown table (for READMEs and papers)."""
+    lines = [
+        "| setting | allocator | mean utility | 95% CI | gain vs uniform | gain % | ms/batch |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        gain = "—" if r["allocator"] == "uniform" else f"{r['gain']:+.3f} ± {r['gain_ci95']:.3f}"
+        pct = "—" if r["allocator"] == "uniform" else f"{r['gain_pct']:+.1f}%"
+        lines.append(
+            f"| {r['setting']} | {r['allocator']} | {r['mean_utility']:.3f} | "
+            f"± {r['ci95']:.3f} | {gain} | {pct} | {r['ms_per_batch']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def versions() -> dict[str, str]:
+    """Library versions recorded beside every run."""
+    import gymnasium
+    import scipy
+
+    return {
+        "adaroll": adaroll_env.__version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "gymnasium": gymnasium.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def plot_bars(rows: list[dict[str, Any]], path: Path) -> None:
+    """Bars of mean utility with 95 % CIs, one panel per setting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(dict.fromkeys(r["setting"] for r in rows))
+    fig, axes = plt.subplots(
+        len(keys), 1, figsize=(8, 2.6 * len(keys) + 0.6), squeeze=False
+    )
+    for ax, key in zip(axes[:, 0], keys, strict=True):
+        sub = [r for r in rows if r["setting"] == key]
+        names = [r["allocator"] for r in sub]
+        ax.bar(
+            names,
+            [r["mean_utility"] for r in sub],
+            yerr=[r["ci95"] for r in sub],
+            capsize=4,
+            color=["#888888" if n == "uniform" else "#3b75af" for n in names],
+        )
+        ax.set_title(key, fontsize=10)
+        ax.set_ylabel("mean utility")
+        lo = min(r["mean_utility"] - r["ci95"] for r in sub)
+        hi = max(r["mean_utility"] + r["ci95"] for r in sub)
+        pad = 0.15 * (hi - lo + 1e-9)
+        ax.set_ylim(max(0.0, lo - pad), hi + pad)
+        ax.tick_params(axis="x", labelrotation=30)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+@dataclass
+class BenchResult:
+    """What ``run_benchmark`` returns."""
+
+    rows: list[dict[str, Any]]
+    episodes: list[dict[str, Any]]
+    run_dir: Path | None
+
+
+def _tasks(cfg: BenchConfig, workers: int) -> list[tuple[Setting, dict[str, Any], str, list[int], int]]:
+    grid = settings(cfg)
+    n_cells = len(grid) * len(cfg.allocator_list)
+    chunks = max(1, math.ceil(4 * workers / n_cells))
+    size = max(1, math.ceil(cfg.episodes / chunks))
+    tasks = []
+    for setting in grid:
+        kwargs = env_kwargs(cfg, setting)
+        for spec in cfg.allocator_list:
+            for start in range(0, cfg.episodes, size):
+                eps = list(range(start, min(cfg.episodes, start + size)))
+                tasks.append((setting, kwargs, spec, eps, cfg.seed))
+    return tasks
+
+
+def run_benchmark(cfg: BenchConfig, *, write: bool = True) -> BenchResult:
+    """Run the grid, write the run directory (if ``write``) and return the summary rows."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    workers = cfg.workers or (os.cpu_count() or 1)
+    # Fail fast, in this process, on bad settings or specs.
+    for setting in settings(cfg):
+        env = make_env(setting.env, env_kwargs(cfg, setting))
+        for spec in cfg.allocator_list:
+            make_allocator(spec, env)
+        env.close()
+    tasks = _tasks(cfg, workers)
+    results: dict[tuple[Setting, str], list[dict[str, Any]]] = {}
+    total = sum(len(t[3]) for t in tasks)
+    progress = Progress(
+        TextColumn("[bold]bench"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("episodes"),
+        TimeRemainingColumn(),
+        disable=not cfg.progress,
+        transient=True,
+    )
+    with progress:
+        bar = progress.add_task("bench", total=total)
+        if workers == 1 or len(tasks) == 1:
+            for task in tasks:
+                setting, spec, recs = _run_task(task)
+                results.setdefault((setting, spec), []).extend(recs)
+                progress.advance(bar, len(recs))
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                futures = [pool.submit(_run_task, t) for t in tasks]
+                for fut in as_completed(futures):
+                    setting, spec, recs = fut.result()
+                    results.setdefault((setting, spec), []).extend(recs)
+                    progress.advance(bar, len(recs))
+    rows = summarise(results, cfg)
+    episodes = [
+        {"setting": s.key, "allocator": spec, **rec}
+        for (s, spec), recs in sorted(results.items(), key=lambda kv: (kv[0][0].key, kv[0][1]))
+        for rec in sorted(recs, key=lambda r: r["episode"])
+    ]
+    run_dir = _write_run(cfg, rows, episodes) if write else None
+    return BenchResult(rows=rows, episodes=episodes, run_dir=run_dir)
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _write_run(cfg: BenchConfig, rows: list[dict[str, Any]], episodes: list[dict[str, Any]]) -> Path:
+    name = cfg.name or time.strftime("bench-%Y%m%d-%H%M%S")
+    run_dir = Path(cfg.out) / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
+    (run_dir / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")
+    (run_dir / "summary.json").write_text(json.dumps(rows, indent=2) + "\n")
+    _write_csv(run_dir / "summary.csv", rows)
+    _write_csv(run_dir / "episodes.csv", episodes)
+    (run_dir / "table.md").write_text(markdown_table(rows))
+    if cfg.plots:
+        plot_bars(rows, run_dir / "utility_bars.png")
+    return run_dir
+
+
+def main(cfg: BenchConfig) -> BenchResult:
+    """Run the benchmark, print the table and say where the run directory is."""
+    from rich.console import Console
+
+    console = Console()
+    result = run_benchmark(cfg)
+    for table in format_tables(result.rows, cfg):
+        console.print(table)
+    if result.run_dir is not None:
+        console.print(f"run directory: {result.run_dir}")
+    return result

@@ -1,0 +1,583 @@
+"""Tests of adaroll_env.model: params, states, transitions, observation, rounds decoding."""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import adaroll_env  # noqa: F401  (registers the env ids)
+from adaroll_env.model import (
+    OBS_KEYS,
+    AllocationParams,
+    apply,
+    apply_counts,
+    budget_left,
+    capacity,
+    decode_action,
+    encode_counts,
+    feasible,
+    initial_state,
+    make_state,
+    observation_space,
+    observe,
+    posterior,
+    posterior_variance,
+    predictive,
+    split_round,
+    utility_value,
+)
+
+# --- AllocationParams ---------------------------------------------------------------------------
+
+
+def test_params_defaults():
+    p = AllocationParams()
+    assert p.num_questions == 16
+    assert p.budget == 128 and p.total_budget == 128
+    assert p.prior_alpha == 1.0 and p.prior_beta == 1.0
+    assert p.pilot == 0 and p.max_group is None
+    assert p.mode == "sequential" and p.round_size == 1
+    assert p.utility == "informative"
+    assert p.group_size == 8.0
+    assert AllocationParams(num_questions=3).budget == 24
+
+
+def test_params_hashable_and_equal():
+    p1 = AllocationParams(num_questions=3, budget=12, prior_alpha=[1, 2, 3], pilot=1)
+    p2 = AllocationParams(num_questions=3, budget=12, prior_alpha=(1.0, 2.0, 3.0), pilot=1)
+    p3 = AllocationParams(num_questions=3, budget=12, prior_alpha=(1.0, 2.0, 4.0), pilot=1)
+    assert p1 == p2 and hash(p1) == hash(p2)
+    assert p1 != p3
+    cache = {p1: "a", p3: "b"}
+    assert cache[p2] == "a"
+    # budget None and its default are the same params
+    assert AllocationParams(num_questions=2) == AllocationParams(num_questions=2, budget=16)
+    assert len({AllocationParams(num_questions=2), AllocationParams(num_questions=2, budget=16)}) == 1
+
+
+def test_params_frozen():
+    p = AllocationParams(num_questions=2, budget=4)
+    with pytest.raises(AttributeError):
+        p.budget = 5  # type: ignore[misc]
+
+
+def test_params_pickle_round_trip():
+    p = AllocationParams(
+        num_questions=3,
+        budget=15,
+        prior_alpha=(0.5, 1.0, 2.0),
+        prior_beta=3.0,
+        pilot=2,
+        mode="rounds",
+        round_size=4,
+        utility="grpo_signal",
+    )
+    q = pickle.loads(pickle.dumps(p))
+    assert q == p and hash(q) == hash(p)
+    assert q.cap == p.cap == 15 - 2 * 2
+    assert q.total_budget == 15
+    state = make_state(q, [1, 0, 2], [1, 2, 0])
+    np.testing.assert_allclose(predictive(q, state), [1.5 / 5.5, 1.0 / 6.0, 4.0 / 7.0])
+    pm = AllocationParams(num_questions=2, budget=6, max_group=4)
+    assert pickle.loads(pickle.dumps(pm)).cap == 4
+
+
+def test_params_priors_become_tuples():
+    p = AllocationParams(num_questions=3, budget=6, prior_alpha=[1, 2, 3], prior_beta=np.ones(3))
+    assert p.prior_alpha == (1.0, 2.0, 3.0)
+    assert p.prior_beta == (1.0, 1.0, 1.0)
+    assert isinstance(p.prior_alpha, tuple) and isinstance(p.prior_beta, tuple)
+    assert all(type(x) is float for x in p.prior_alpha + p.prior_beta)
+    q = AllocationParams(num_questions=3, budget=6, prior_alpha=2, prior_beta=np.float32(0.5))
+    assert type(q.prior_alpha) is float and q.prior_alpha == 2.0
+    assert type(q.prior_beta) is float and q.prior_beta == 0.5
+    assert type(AllocationParams(num_questions=2, budget=np.int64(6)).budget) is int
+
+
+def test_params_replace():
+    p = AllocationParams(num_questions=4, budget=20, pilot=1)
+    q = p.replace(budget=24, utility="hit")
+    assert q.budget == 24 and q.utility == "hit" and q.pilot == 1
+    assert p.budget == 20  # the original is untouched
+    with pytest.raises(ValueError, match="pilot·B"):
+        p.replace(budget=4)
+
+
+def test_params_to_dict_json():
+    p = AllocationParams(num_questions=2, budget=10, prior_alpha=(1.0, 2.5), max_group=6)
+    d = p.to_dict()
+    assert d == {
+        "num_questions": 2,
+        "budget": 10,
+        "prior_alpha": [1.0, 2.5],
+        "prior_beta": 1.0,
+        "pilot": 0,
+        "max_group": 6,
+        "mode": "sequential",
+        "round_size": 1,
+        "utility": "informative",
+    }
+    assert AllocationParams(**json.loads(json.dumps(d))) == p
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "cap"),
+    [
+        ({"num_questions": 4, "budget": 20, "max_group": 7}, 7),
+        ({"num_questions": 4, "budget": 20, "pilot": 2}, 20 - 2 * 3),
+        ({"num_questions": 4, "budget": 20}, 20),
+        ({"num_questions": 1, "budget": 5, "pilot": 3}, 5),
+    ],
+)
+def test_params_cap(kwargs, cap):
+    assert AllocationParams(**kwargs).cap == cap
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "fragments"),
+    [
+        ({"num_questions": 4, "budget": 8, "pilot": 2}, ValueError, ["budget (8)", "pilot·B"]),
+        ({"num_questions": 4, "budget": 3, "pilot": 1}, ValueError, ["budget (3)", "pilot·B"]),
+        ({"num_questions": 4, "budget": 17, "max_group": 4}, ValueError, ["17", "B·max_group"]),
+        ({"num_questions": 2, "prior_alpha": 0.0}, ValueError, ["prior_alpha", "0.0"]),
+        ({"num_questions": 2, "prior_alpha": -1.5}, ValueError, ["prior_alpha", "-1.5"]),
+        ({"num_questions": 2, "prior_beta": float("nan")}, ValueError, ["prior_beta", "nan"]),
+        ({"num_questions": 2, "prior_beta": float("inf")}, ValueError, ["prior_beta", "inf"]),
+        ({"num_questions": 2, "prior_alpha": 1e7}, ValueError, ["prior_alpha", "10000000"]),
+        ({"num_questions": 2, "prior_alpha": (1.0, -2.0)}, ValueError, ["prior_alpha[1]", "-2"]),
+        ({"num_questions": 2, "prior_beta": [1.0, np.nan]}, ValueError, ["prior_beta[1]", "nan"]),
+        ({"num_questions": 3, "prior_alpha": (1.0, 2.0)}, ValueError, ["prior_alpha", "(2,)", "3"]),
+        ({"num_questions": 2, "prior_alpha": [[1.0, 1.0]]}, ValueError, ["prior_alpha", "(1, 2)"]),
+        ({"num_questions": 2, "prior_alpha": "a"}, TypeError, ["prior_alpha", "'a'"]),
+        ({"num_questions": 2, "prior_alpha": True}, TypeError, ["prior_alpha", "bool"]),
+        ({"num_questions": 2, "utility": "nope"}, ValueError, ["'nope'"]),
+        ({"num_questions": True}, TypeError, ["num_questions", "True"]),
+        ({"num_questions": 4.0}, TypeError, ["num_questions", "4.0"]),
+        ({"num_questions": 0}, ValueError, ["num_questions", "0"]),
+        ({"num_questions": 2, "budget": 6.0}, TypeError, ["budget", "6.0"]),
+        ({"num_questions": 2, "budget": True}, TypeError, ["budget", "True"]),
+        ({"num_questions": 2, "pilot": 1.0}, TypeError, ["pilot", "1.0"]),
+        ({"num_questions": 2, "pilot": -1}, ValueError, ["pilot", "-1"]),
+        ({"num_questions": 2, "max_group": 4.5}, TypeError, ["max_group", "4.5"]),
+        ({"num_questions": 2, "max_group": False}, TypeError, ["max_group", "False"]),
+        ({"num_questions": 2, "max_group": 0}, ValueError, ["max_group", "0"]),
+        ({"num_questions": 2, "mode": "rounds", "round_size": 2.0}, TypeError, ["round_size"]),
+        ({"num_questions": 2, "mode": "rounds", "round_size": 0}, ValueError, ["round_size"]),
+        ({"num_questions": 2, "round_size": 3}, ValueError, ["round_size is 3", "sequential"]),
+        ({"num_questions": 2, "mode": "batch"}, ValueError, ["mode", "'batch'"]),
+    ],
+)
+def test_params_validation(kwargs, exc, fragments):
+    with pytest.raises(exc) as info:
+        AllocationParams(**kwargs)
+    for frag in fragments:
+        assert frag in str(info.value), (frag, str(info.value))
+
+
+def test_params_validation_boundaries_accepted():
+    # budget = pilot·B + 1 and budget = B·max_group are both valid
+    assert AllocationParams(num_questions=4, budget=9, pilot=2).budget == 9
+    assert AllocationParams(num_questions=4, budget=16, max_group=4).cap == 4
+    assert AllocationParams(num_questions=2, mode="rounds", round_size=5).round_size == 5
+    assert AllocationParams(num_questions=2, prior_alpha=1e6).prior_alpha == 1e6
+
+
+# --- states and transitions -------------------------------------------------------------------
+
+
+@pytest.fixture
+def params3():
+    return AllocationParams(
+        num_questions=3, budget=9, prior_alpha=(1.0, 2.0, 0.5), prior_beta=(3.0, 1.0, 2.0)
+    )
+
+
+def test_initial_state(params3):
+    st0 = initial_state(params3)
+    for arr in (st0.successes, st0.failures, st0.rollouts):
+        assert arr.dtype == np.int64 and arr.shape == (3,)
+        np.testing.assert_array_equal(arr, 0)
+        assert not arr.flags.writeable
+    assert st0.spent == 0
+    assert budget_left(params3, st0) == 9
+
+
+def test_apply_is_immutable(params3):
+    st0 = initial_state(params3)
+    st1 = apply(params3, st0, 1, True)
+    st2 = apply(params3, st1, 1, 0)
+    st3 = apply(params3, st2, 2, 1)
+    # old states unchanged
+    np.testing.assert_array_equal(st0.successes, [0, 0, 0])
+    np.testing.assert_array_equal(st0.rollouts, [0, 0, 0])
+    np.testing.assert_array_equal(st1.successes, [0, 1, 0])
+    np.testing.assert_array_equal(st1.failures, [0, 0, 0])
+    # new counts
+    np.testing.assert_array_equal(st3.successes, [0, 1, 1])
+    np.testing.assert_array_equal(st3.failures, [0, 1, 0])
+    np.testing.assert_array_equal(st3.rollouts, [0, 2, 1])
+    assert st3.spent == 3 and budget_left(params3, st3) == 6
+    for st in (st0, st1, st2, st3):
+        for arr in (st.successes, st.failures, st.rollouts):
+            assert not arr.flags.writeable
+            with pytest.raises(ValueError):
+                arr[0] = 7
+    assert st3 == make_state(params3, [0, 1, 1], [0, 1, 0])
+    assert st3 != st2
+
+
+def test_apply_errors():
+    p = AllocationParams(num_questions=2, budget=3, max_group=2)
+    st0 = initial_state(p)
+    with pytest.raises(ValueError, match="question 2"):
+        apply(p, st0, 2, 1)
+    with pytest.raises(ValueError, match="question -1"):
+        apply(p, st0, -1, 1)
+    st2 = apply(p, apply(p, st0, 0, 1), 0, 0)
+    with pytest.raises(ValueError, match="cap of 2"):
+        apply(p, st2, 0, 1)
+    st3 = apply(p, st2, 1, 1)
+    with pytest.raises(ValueError, match="budget is already spent"):
+        apply(p, st3, 1, 1)
+
+
+def test_apply_counts(params3):
+    st0 = initial_state(params3)
+    st1 = apply_counts(params3, st0, [2, 0, 3], [1, 0, 3])
+    np.testing.assert_array_equal(st1.successes, [1, 0, 3])
+    np.testing.assert_array_equal(st1.failures, [1, 0, 0])
+    np.testing.assert_array_equal(st1.rollouts, [2, 0, 3])
+    assert st1.spent == 5
+    np.testing.assert_array_equal(st0.rollouts, [0, 0, 0])
+    assert not st1.successes.flags.writeable
+    st2 = apply_counts(params3, st1, [0, 4, 0], [0, 2, 0])
+    np.testing.assert_array_equal(st2.rollouts, [2, 4, 3])
+    assert budget_left(params3, st2) == 0
+
+
+def test_apply_counts_errors():
+    p = AllocationParams(num_questions=2, budget=6, max_group=4, mode="rounds", round_size=2)
+    st0 = initial_state(p)
+    with pytest.raises(ValueError, match="shape"):
+        apply_counts(p, st0, [1, 1, 1], [0, 0, 0])
+    with pytest.raises(ValueError, match="successes <= counts"):
+        apply_counts(p, st0, [1, 1], [2, 0])
+    with pytest.raises(ValueError, match="successes <= counts"):
+        apply_counts(p, st0, [-1, 2], [0, 0])
+    with pytest.raises(ValueError, match="exceeds the 6 left"):
+        apply_counts(p, st0, [4, 3], [0, 0])
+    with pytest.raises(ValueError, match="cap of 4"):
+        apply_counts(p, st0, [5, 0], [0, 0])
+
+
+def test_make_state(params3):
+    st = make_state(params3, [1, 0, 2], [0, 3, 1])
+    np.testing.assert_array_equal(st.rollouts, [1, 3, 3])
+    assert st.spent == 7
+    with pytest.raises(ValueError, match="shape"):
+        make_state(params3, [1, 0], [0, 3])
+    with pytest.raises(ValueError, match="non-negative"):
+        make_state(params3, [1, -1, 0], [0, 3, 0])
+    with pytest.raises(ValueError, match="budget 9"):
+        make_state(params3, [5, 0, 0], [0, 5, 0])
+    pc = AllocationParams(num_questions=2, budget=6, max_group=3)
+    with pytest.raises(ValueError, match="cap of 3"):
+        make_state(pc, [2, 0], [2, 0])
+    # make_state copies: mutating the input does not change the state
+    s = np.array([1, 0, 0])
+    st = make_state(params3, s, [0, 0, 0])
+    s[0] = 5
+    assert st.successes[0] == 1
+
+
+def test_posterior_predictive_variance_utility(params3):
+    st = make_state(params3, [1, 0, 2], [0, 3, 1])
+    a, b = posterior(params3, st)
+    np.testing.assert_array_equal(a, [2.0, 2.0, 2.5])
+    np.testing.assert_array_equal(b, [3.0, 4.0, 3.0])
+    np.testing.assert_allclose(predictive(params3, st), [2 / 5, 2 / 6, 2.5 / 5.5])
+    np.testing.assert_allclose(
+        posterior_variance(params3, st),
+        [2 * 3 / (25 * 6), 2 * 4 / (36 * 7), 2.5 * 3 / (5.5**2 * 6.5)],
+    )
+    # informative: (1,0) no, (0,3) no, (2,1) yes
+    assert utility_value(params3, st) == 1.0
+    pg = params3.replace(utility="grpo_signal")
+    assert utility_value(pg, st) == pytest.approx(2 * math.sqrt(2) / 3)
+    assert utility_value(params3, initial_state(params3)) == 0.0
+
+
+def test_capacity_and_feasible():
+    p = AllocationParams(num_questions=3, budget=7, max_group=3)
+    st = make_state(p, [3, 1, 0], [0, 0, 0])
+    np.testing.assert_array_equal(capacity(p, st), [0, 2, 3])
+    np.testing.assert_array_equal(feasible(p, st), [False, True, True])
+
+
+# --- observe ----------------------------------------------------------------------------------
+
+
+def test_observe_keys_shapes_values(params3):
+    st = make_state(params3, [1, 0, 2], [0, 3, 1])
+    obs = observe(params3, st)
+    assert tuple(obs) == OBS_KEYS
+    assert set(obs) == {"alpha", "beta", "successes", "rollouts", "budget_left", "mean", "std"}
+    for key, arr in obs.items():
+        assert arr.dtype == np.float32, key
+        assert arr.ndim == 1, key
+        assert arr.shape == ((1,) if key == "budget_left" else (3,)), key
+    np.testing.assert_array_equal(obs["alpha"], [2.0, 2.0, 2.5])
+    np.testing.assert_array_equal(obs["beta"], [3.0, 4.0, 3.0])
+    np.testing.assert_array_equal(obs["successes"], [1, 0, 2])
+    np.testing.assert_array_equal(obs["rollouts"], [1, 3, 3])
+    np.testing.assert_array_equal(obs["budget_left"], [2.0])
+    a, b = np.array([2.0, 2.0, 2.5]), np.array([3.0, 4.0, 3.0])
+    np.testing.assert_allclose(obs["mean"], a / (a + b), rtol=1e-6)
+    np.testing.assert_allclose(obs["std"], np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1))), rtol=1e-6)
+    assert observation_space(params3).contains(obs)
+
+
+def test_observe_fresh_arrays(params3):
+    st = make_state(params3, [1, 0, 2], [0, 3, 1])
+    o1, o2 = observe(params3, st), observe(params3, st)
+    for key in o1:
+        assert o1[key] is not o2[key]
+        assert not np.shares_memory(o1[key], o2[key])
+        o1[key][...] = -5.0  # writing into one observation touches nothing else
+    o3 = observe(params3, st)
+    for key in o2:
+        np.testing.assert_array_equal(o2[key], o3[key])
+    np.testing.assert_array_equal(st.successes, [1, 0, 2])
+    assert params3.prior_alpha == (1.0, 2.0, 0.5)
+
+
+def test_observe_true_p(params3):
+    obs = observe(params3, initial_state(params3), true_p=[0.1, 0.5, 0.9])
+    assert obs["true_p"].dtype == np.float32
+    np.testing.assert_allclose(obs["true_p"], [0.1, 0.5, 0.9], rtol=1e-7)
+    assert observation_space(params3, reveal_truth=True).contains(obs)
+    assert "true_p" not in observation_space(params3).spaces
+
+
+def test_observe_matches_env_observation():
+    env = gym.make(
+        "AdaRoll/BetaBernoulli-v0",
+        num_questions=3,
+        budget=10,
+        pilot=2,
+        prior_alpha=(1.0, 2.0, 0.5),
+        prior_beta=(3.0, 1.0, 2.0),
+    )
+    obs, _ = env.reset(seed=7)
+    for action in (0, 2, 2, 1):
+        u = env.unwrapped
+        want = observe(u.episode_params, u.state)
+        assert set(obs) == set(want)
+        for key in want:
+            assert obs[key].dtype == want[key].dtype and obs[key].shape == want[key].shape
+            np.testing.assert_array_equal(obs[key], want[key])
+        obs, *_ = env.step(action)
+
+
+# --- split_round --------------------------------------------------------------------------------
+
+BIG = [100, 100, 100, 100]
+
+
+@pytest.mark.parametrize(
+    ("weights", "total", "cap", "want"),
+    [
+        # largest remainder: quotas 3.5, 2.1, 1.4 -> floors 3, 2, 1; the extra one to q0
+        ([0.5, 0.3, 0.2], 7, [100] * 3, [4, 2, 1]),
+        # equal remainders go to the lower index
+        ([1, 1, 1], 1, [100] * 3, [1, 0, 0]),
+        ([1, 1, 1], 2, [100] * 3, [1, 1, 0]),
+        ([1, 1, 1], 4, [100] * 3, [2, 1, 1]),
+        ([0, 1, 0, 1], 3, BIG, [0, 2, 0, 1]),
+        # quotas 1.5, 1.5, 3 -> floors 1, 1, 3; the extra one to q0 (tie, lower index)
+        ([1, 1, 2, 0], 6, BIG, [2, 1, 3, 0]),
+        # exact proportions
+        ([2, 1, 1, 0], 8, BIG, [4, 2, 2, 0]),
+        # cap: q0 takes only 1; its 2 extra go to the next-largest weight (q1)
+        ([3, 2, 1], 6, [1, 10, 10], [1, 4, 1]),
+        # cap spill cascades: q0 capped at 1, q1 capped at 1, rest to q2
+        ([4, 3, 1], 8, [1, 1, 10], [1, 1, 6]),
+        # spill goes to zero-weight questions only when positive ones are full
+        ([1, 0], 4, [2, 5], [2, 2]),
+        # all-zero weights: even split among open questions, ties to lower index
+        ([0, 0, 0, 0], 5, [10, 0, 10, 10], [2, 0, 2, 1]),
+        ([0, 0, 0], 6, [5, 5, 5], [2, 2, 2]),
+        # the only positive weight is on a closed question: even split among open ones
+        ([1, 0, 0], 3, [0, 5, 5], [0, 2, 1]),
+        # negative weights count as zero
+        ([-1, 2, -3], 4, [9, 9, 9], [0, 4, 0]),
+        # total 0
+        ([1, 2, 3], 0, [9, 9, 9], [0, 0, 0]),
+    ],
+)
+def test_split_round_hand_worked(weights, total, cap, want):
+    got = split_round(weights, total, cap)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
+    assert got.sum() == total
+
+
+def test_split_round_errors():
+    with pytest.raises(ValueError, match="does not fit"):
+        split_round([1, 1], 5, [2, 2])
+    with pytest.raises(ValueError, match=">= 0"):
+        split_round([1, 1], -1, [2, 2])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    data=st.data(),
+    b=st.integers(1, 12),
+)
+def test_split_round_properties(data, b):
+    weights = data.draw(st.lists(st.floats(0.0, 1.0), min_size=b, max_size=b))
+    cap = np.array(data.draw(st.lists(st.integers(0, 9), min_size=b, max_size=b)))
+    total = data.draw(st.integers(0, int(cap.sum())))
+    counts = split_round(weights, total, cap)
+    assert counts.sum() == total
+    assert np.all(counts >= 0) and np.all(counts <= cap)
+    w = np.asarray(weights)
+    w_open = np.where(cap > 0, w, 0.0)
+    if w_open.sum() > 0 and total <= cap[w_open > 0].sum():
+        # questions without weight get nothing while weighted ones have room
+        assert np.all(counts[w_open == 0] == 0)
+    if np.all(cap >= total) and w.sum() > 0:
+        # no caps bind: every count is within one of its proportional quota
+        quota = total * w / w.sum()
+        assert np.all(np.abs(counts - quota) < 1.0 + 1e-9)
+
+
+# --- encode_counts / decode_action ----------------------------------------------------------
+
+
+def _rounds_params(b, total, cap=None):
+    return AllocationParams(
+        num_questions=b, budget=total, mode="rounds", round_size=total, max_group=cap
+    )
+
+
+def test_encode_counts_values():
+    np.testing.assert_array_equal(encode_counts([4, 0, 2]), np.array([1.0, -1.0, 0.0], np.float32))
+    np.testing.assert_array_equal(encode_counts([0, 0]), [-1.0, -1.0])
+    assert encode_counts([3, 1]).dtype == np.float32
+    with pytest.raises(ValueError, match="non-negative integers"):
+        encode_counts([1.5, 2])
+    with pytest.raises(ValueError, match="non-negative integers"):
+        encode_counts([-1, 2])
+    with pytest.raises(ValueError, match="non-negative integers"):
+        encode_counts([[1, 2]])
+
+
+@pytest.mark.parametrize("counts", [[4, 0, 0, 0], [1, 1, 1, 1], [0, 3, 1, 0], [5, 4, 3, 2]])
+def test_encode_decode_hand(counts):
+    p = _rounds_params(len(counts), sum(counts))
+    got = decode_action(p, initial_state(p), encode_counts(counts))
+    np.testing.assert_array_equal(got, counts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(counts=st.lists(st.integers(0, 300), min_size=1, max_size=24))
+def test_encode_decode_round_trip_lists(counts):
+    if sum(counts) == 0:
+        counts = [*counts[:-1], 1]
+    p = _rounds_params(len(counts), sum(counts))
+    got = decode_action(p, initial_state(p), encode_counts(counts))
+    np.testing.assert_array_equal(got, counts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    b=st.integers(1, 512),
+    total=st.integers(1, 4096),
+    sparsity=st.floats(0.0, 0.95),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_encode_decode_round_trip_large(b, total, sparsity, seed):
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.full(b, 0.3)) * (rng.random(b) >= sparsity)
+    if probs.sum() == 0:
+        probs[rng.integers(b)] = 1.0
+    counts = rng.multinomial(total, probs / probs.sum())
+    p = _rounds_params(b, total)
+    got = decode_action(p, initial_state(p), encode_counts(counts))
+    np.testing.assert_array_equal(got, counts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    b=st.integers(1, 16),
+    cap=st.integers(2, 12),
+    r=st.integers(1, 20),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_encode_decode_round_trip_mid_episode(b, cap, r, seed):
+    """Round trip from a state with rollouts spent and caps in force."""
+    rng = np.random.default_rng(seed)
+    p = AllocationParams(num_questions=b, budget=b * cap, max_group=cap, mode="rounds", round_size=r)
+    n = rng.integers(0, cap + 1, size=b)
+    if n.sum() == b * cap:
+        n[0] -= 1
+    s = rng.binomial(n, 0.5)
+    state = make_state(p, s, n - s)
+    room = cap - n
+    size = min(r, budget_left(p, state))
+    # a random feasible allocation of `size` under the room left
+    counts = np.zeros(b, dtype=np.int64)
+    for _ in range(size):
+        i = rng.choice(np.flatnonzero(counts < room))
+        counts[i] += 1
+    got = decode_action(p, state, encode_counts(counts))
+    np.testing.assert_array_equal(got, counts)
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        np.array([0.0, np.nan, 0.0], dtype=np.float32),
+        np.array([0.0, 1.001, 0.0], dtype=np.float32),
+        np.array([-1.5, 0.0, 0.0]),
+        np.array([0.0, 0.0, np.inf]),
+        np.zeros(4, dtype=np.float32),
+        np.zeros((3, 1), dtype=np.float32),
+        np.zeros((1, 3), dtype=np.float32),
+        np.array(["a", "b", "c"]),
+        0.5,
+    ],
+)
+def test_decode_action_rejects(action):
+    p = _rounds_params(3, 6)
+    with pytest.raises(ValueError, match="action"):
+        decode_action(p, initial_state(p), action)
+
+
+def test_decode_action_accepts_float64_and_lists():
+    p = _rounds_params(3, 6)
+    st0 = initial_state(p)
+    want = [4, 2, 0]
+    a64 = encode_counts(want).astype(np.float64)
+    np.testing.assert_array_equal(decode_action(p, st0, a64), want)
+    np.testing.assert_array_equal(decode_action(p, st0, a64.tolist()), want)
+    # float64 values a hair outside [-1, 1] cast to float32 ±1 and are accepted
+    edge = np.array([1.0 + 1e-12, -1.0 - 1e-12, -1.0], dtype=np.float64)
+    np.testing.assert_array_equal(decode_action(p, st0, edge), [6, 0, 0])
+    # all -1: even split
+    np.testing.assert_array_equal(decode_action(p, st0, -np.ones(3)), [2, 2, 2])
+
+
+def test_decode_action_last_round_is_what_is_left():
+    p = AllocationParams(num_questions=2, budget=10, mode="rounds", round_size=4)
+    st = make_state(p, [4, 2], [0, 2])  # 8 spent, 2 left
+    got = decode_action(p, st, np.array([1.0, 1.0]))
+    np.testing.assert_array_equal(got, [1, 1])
