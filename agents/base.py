@@ -86,7 +86,7 @@ def read_beliefs(params: AllocationParams, obs: Obs) -> Beliefs:
     """Parse one (unbatched) observation under ``params`` into ``Beliefs``."""
     s = np.rint(np.asarray(obs["successes"], dtype=np.float64)).astype(np.int64)
     n = np.rint(np.asarray(obs["rollouts"], dtype=np.float64)).astype(np.int64)
-    left = int(round(float(np.asarray(obs["budget_left"]).reshape(-1)[0])))
+    left = round(float(np.asarray(obs["budget_left"]).reshape(-1)[0]))
     if s.shape != (params.num_questions,):
         raise ValueError(
             f"observation has {s.shape[0] if s.ndim else 0} questions but the allocator was reset "

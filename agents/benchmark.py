@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -93,7 +93,9 @@ class BenchConfig:
         if not self.group_size_list:
             raise ValueError("group_sizes is empty: give at least one G, e.g. '8'")
         if self.episodes < 2:
-            raise ValueError(f"episodes must be >= 2 for a confidence interval, got {self.episodes}")
+            raise ValueError(
+                f"episodes must be >= 2 for a confidence interval, got {self.episodes}"
+            )
         if self.num_questions < 1:
             raise ValueError(f"num_questions must be >= 1, got {self.num_questions}")
         if self.workers < 0:
@@ -125,7 +127,9 @@ class BenchConfig:
             try:
                 out.append(int(g))
             except ValueError:
-                raise ValueError(f"group size {g!r} is not an integer: give e.g. '4,8,16'") from None
+                raise ValueError(
+                    f"group size {g!r} is not an integer: give e.g. '4,8,16'"
+                ) from None
         return out
 
     @property
@@ -303,8 +307,9 @@ def format_tables(rows: list[dict[str, Any]], cfg: BenchConfig) -> list[Any]:
 
     tables = []
     for key in dict.fromkeys(r["setting"] for r in rows):
+        about = f"B={cfg.num_questions}, {cfg.episodes} paired episodes, seed {cfg.seed}"
         table = Table(
-            title=f"{key}  (B={cfg.num_questions}, {cfg.episodes} paired episodes, seed {cfg.seed})",
+            title=f"{key}  ({about})",
             title_justify="left",
         )
         table.add_column("allocator")
@@ -366,9 +371,7 @@ def plot_bars(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     keys = list(dict.fromkeys(r["setting"] for r in rows))
-    fig, axes = plt.subplots(
-        len(keys), 1, figsize=(8, 2.6 * len(keys) + 0.6), squeeze=False
-    )
+    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2.6 * len(keys) + 0.6), squeeze=False)
     for ax, key in zip(axes[:, 0], keys, strict=True):
         sub = [r for r in rows if r["setting"] == key]
         names = [r["allocator"] for r in sub]
@@ -400,7 +403,9 @@ class BenchResult:
     run_dir: Path | None
 
 
-def _tasks(cfg: BenchConfig, workers: int) -> list[tuple[Setting, dict[str, Any], str, list[int], int]]:
+def _tasks(
+    cfg: BenchConfig, workers: int
+) -> list[tuple[Setting, dict[str, Any], str, list[int], int]]:
     grid = settings(cfg)
     n_cells = len(grid) * len(cfg.allocator_list)
     chunks = max(1, math.ceil(4 * workers / n_cells))
@@ -417,7 +422,13 @@ def _tasks(cfg: BenchConfig, workers: int) -> list[tuple[Setting, dict[str, Any]
 
 def run_benchmark(cfg: BenchConfig, *, write: bool = True) -> BenchResult:
     """Run the grid, write the run directory (if ``write``) and return the summary rows."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     workers = cfg.workers or (os.cpu_count() or 1)
     # Fail fast, in this process, on bad settings or specs.
@@ -471,7 +482,9 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def _write_run(cfg: BenchConfig, rows: list[dict[str, Any]], episodes: list[dict[str, Any]]) -> Path:
+def _write_run(
+    cfg: BenchConfig, rows: list[dict[str, Any]], episodes: list[dict[str, Any]]
+) -> Path:
     name = cfg.name or time.strftime("bench-%Y%m%d-%H%M%S")
     run_dir = Path(cfg.out) / name
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,9 @@ from adaroll_env.throughput import EnvBenchConfig, main
 from trainers.cli import add_dataclass_arguments
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_dataclass_arguments(parser, EnvBenchConfig)
     args = parser.parse_args()
     main(EnvBenchConfig(**vars(args)))

@@ -1,0 +1,149 @@
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3.common.evaluation import evaluate_policy
+
+import adaroll_env
+import agents
+from adaroll_env import model
+
+IDS = list(adaroll_env.ENV_IDS)
+
+
+def _run(env, allocator, seed=0):
+    obs, _ = env.reset(seed=seed)
+    allocator.reset(env.unwrapped.params, seed=seed)
+    actions, done = [], False
+    while not done:
+        a = allocator.act(obs)
+        actions.append(a)
+        obs, _, term, trunc, info = env.step(a)
+        done = term or trunc
+    return actions, info
+
+
+def test_uniform_sequential_hand_worked():
+    # B=3, N=7: target [3, 2, 2]; largest deficit first, ties to the lower index.
+    env = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=3, budget=7)
+    actions, info = _run(env, agents.make_allocator("uniform", env))
+    assert actions == [0, 0, 1, 2, 0, 1, 2]
+    assert info["allocation"].tolist() == [3, 2, 2]
+
+
+def test_uniform_rounds_hand_worked():
+    # R=3, N=7: rounds [1,1,1], [1,1,1], then the last rollout to question 0.
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=3, budget=7, round_size=3)
+    alloc = agents.make_allocator("uniform", env)
+    obs, _ = env.reset(seed=0)
+    rounds = []
+    done = False
+    while not done:
+        counts = alloc.allocate(obs)
+        rounds.append(counts.tolist())
+        obs, _, done, _, info = env.step(alloc.act(obs))
+    assert rounds == [[1, 1, 1], [1, 1, 1], [1, 0, 0]]
+    assert info["allocation"].tolist() == [3, 2, 2]
+
+
+def test_uniform_after_pilot_and_cap():
+    env = gym.make(
+        "AdaRoll/BetaBernoulliRounds-v0", num_questions=4, budget=20, pilot=2, max_group=5
+    )
+    _, info = _run(env, agents.make_allocator("uniform", env))
+    assert info["allocation"].tolist() == [5, 5, 5, 5]
+
+
+def test_uniform_equals_grpo_groups():
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=16, budget=128)
+    _, info = _run(env, agents.make_allocator("uniform", env))
+    assert info["allocation"].tolist() == [8] * 16
+
+
+def test_random_respects_caps_and_is_spread():
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=4, budget=40, max_group=12)
+    alloc = agents.make_allocator("random", env, seed=3)
+    totals = np.zeros(4)
+    for seed in range(30):
+        _, info = _run(env, alloc, seed=seed)
+        assert info["allocation"].max() <= 12
+        assert info["allocation"].sum() == 40
+        totals += info["allocation"]
+    # Symmetric in the questions: each gets about a quarter of the rollouts.
+    assert np.all(np.abs(totals / totals.sum() - 0.25) < 0.03)
+
+
+def test_random_sequential_picks_only_feasible():
+    env = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=3, budget=9, max_group=3)
+    _, info = _run(env, agents.make_allocator("random", env, seed=1))
+    assert info["allocation"].tolist() == [3, 3, 3]
+
+
+def test_random_depends_on_seed_only():
+    env = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=8)
+    a1, _ = _run(env, agents.make_allocator("random", env), seed=5)
+    a2, _ = _run(env, agents.make_allocator("random", env), seed=5)
+    a3, _ = _run(env, agents.make_allocator("random", env), seed=6)
+    assert a1 == a2
+    assert a1 != a3
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("name", ["uniform", "random"])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"pilot": 1, "max_group": 6, "num_questions": 5, "budget": 27}]
+)
+def test_check_allocator_builtins(env_id, name, kwargs):
+    env = gym.make(env_id, **kwargs)
+    agents.check_allocator(agents.make_allocator(name, env, seed=0), env)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("name", ["uniform", "random"])
+def test_evaluate_policy(env_id, name):
+    env = gym.make(env_id, num_questions=6)
+    alloc = agents.make_allocator(name, env, seed=0)
+    mean, std = evaluate_policy(alloc, env, n_eval_episodes=5, warn=False)
+    assert 0.0 <= mean <= 6.0
+    assert np.isfinite(std)
+
+
+def test_predict_batched_shapes():
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=4)
+    alloc = agents.make_allocator("uniform", env)
+    obs, _ = env.reset(seed=0)
+    batch = {k: np.stack([v, v, v]) for k, v in obs.items()}
+    actions, state = alloc.predict(batch)
+    assert actions.shape == (3, 4) and actions.dtype == np.float32 and state is None
+    single, _ = alloc.predict(obs)
+    assert single.shape == (4,)
+
+
+def test_act_requires_reset():
+    from agents.baselines import UniformAllocator
+
+    alloc = UniformAllocator()
+    env = gym.make("AdaRoll/BetaBernoulli-v0")
+    obs, _ = env.reset(seed=0)
+    with pytest.raises(RuntimeError, match="reset"):
+        alloc.act(obs)
+
+
+def test_act_rejects_wrong_batch_size():
+    env4 = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=4)
+    env5 = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=5)
+    alloc = agents.make_allocator("uniform", env4)
+    obs, _ = env5.reset(seed=0)
+    with pytest.raises(ValueError, match="questions"):
+        alloc.act(obs)
+
+
+def test_beliefs_recover_prior():
+    env = gym.make(
+        "AdaRoll/BetaBernoulli-v0", num_questions=3, prior_alpha=0.7, prior_beta=2.5, pilot=2
+    )
+    obs, _ = env.reset(seed=0)
+    b = agents.read_beliefs(env.unwrapped.params, obs)
+    assert np.allclose(b.prior_alpha, 0.7, atol=1e-5)
+    assert np.allclose(b.prior_beta, 2.5, atol=1e-5)
+    assert b.budget_left == model.budget_left(env.unwrapped.params, env.unwrapped.state)
+    assert b.rollouts.tolist() == [2, 2, 2]

@@ -1,0 +1,119 @@
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from agents.benchmark import BenchConfig, episode_seeds, mean_ci, run_benchmark
+
+
+def _cfg(tmp_path, **kw):
+    base = dict(
+        allocators="uniform,random",
+        envs="sequential,rounds",
+        num_questions=6,
+        group_sizes="4",
+        episodes=12,
+        seed=7,
+        workers=1,
+        out=str(tmp_path),
+        name="run",
+        progress=False,
+    )
+    base.update(kw)
+    return BenchConfig(**base)
+
+
+def test_run_directory_and_rows(tmp_path):
+    cfg = _cfg(tmp_path)
+    res = run_benchmark(cfg)
+    run = res.run_dir
+    for f in (
+        "config.json",
+        "versions.json",
+        "summary.json",
+        "summary.csv",
+        "episodes.csv",
+        "table.md",
+        "utility_bars.png",
+    ):
+        assert (run / f).is_file(), f
+    assert json.loads((run / "config.json").read_text())["episodes"] == 12
+    assert len(res.rows) == 4  # 2 envs x 2 allocators
+    with (run / "episodes.csv").open() as fh:
+        assert len(list(csv.DictReader(fh))) == 4 * 12
+    for r in res.rows:
+        if r["allocator"] == "uniform":
+            assert r["gain"] == 0.0
+        assert 0.0 <= r["mean_utility"] <= 6.0
+        assert r["ci95"] > 0
+
+
+def test_uniform_is_always_the_baseline(tmp_path):
+    cfg = _cfg(tmp_path, allocators="random", envs="rounds")
+    assert cfg.allocator_list == ["uniform", "random"]
+
+
+def test_paired_and_reproducible_across_workers(tmp_path):
+    one = run_benchmark(_cfg(tmp_path, workers=1), write=False)
+    two = run_benchmark(_cfg(tmp_path, workers=2), write=False)
+    key = lambda e: (e["setting"], e["allocator"], e["episode"])  # noqa: E731
+    u1 = {key(e): e["utility"] for e in one.episodes}
+    u2 = {key(e): e["utility"] for e in two.episodes}
+    assert u1 == u2
+    # Paired: the same episode index has the same env seed for every allocator.
+    seeds = {}
+    for e in one.episodes:
+        seeds.setdefault((e["setting"], e["episode"]), set()).add(e["env_seed"])
+    assert all(len(s) == 1 for s in seeds.values())
+
+
+def test_gain_is_paired_difference(tmp_path):
+    res = run_benchmark(_cfg(tmp_path, envs="rounds"), write=False)
+    by = {}
+    for e in res.episodes:
+        by.setdefault(e["allocator"], {})[e["episode"]] = e["utility"]
+    diff = [by["random"][i] - by["uniform"][i] for i in sorted(by["uniform"])]
+    row = next(r for r in res.rows if r["allocator"] == "random")
+    assert row["gain"] == pytest.approx(np.mean(diff))
+    _, ci = mean_ci(diff)
+    assert row["gain_ci95"] == pytest.approx(ci)
+
+
+def test_mean_ci_known_values():
+    m, ci = mean_ci([1.0, 2.0, 3.0, 4.0])
+    # t(0.975, 3) = 3.182446; sd = 1.290994; sem = 0.645497
+    assert m == 2.5
+    assert ci == pytest.approx(3.182446 * 0.645497, rel=1e-5)
+
+
+def test_episode_seeds_depend_on_master_and_index():
+    assert episode_seeds(0, 1) == episode_seeds(0, 1)
+    assert episode_seeds(0, 1) != episode_seeds(0, 2)
+    assert episode_seeds(0, 1) != episode_seeds(1, 1)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"envs": "sequentail"}, "env kind"),
+        ({"episodes": 1}, "episodes"),
+        ({"group_sizes": "x"}, "integer"),
+        ({"difficulties": "rlv"}, "rlvr"),
+        ({"utilities": "informativ"}, "informative"),
+        ({"belief": "1"}, "belief"),
+    ],
+)
+def test_bad_config(tmp_path, kw, match):
+    with pytest.raises(ValueError, match=match):
+        _cfg(tmp_path, **kw)
+
+
+def test_unknown_allocator_fails_before_running(tmp_path):
+    with pytest.raises(ValueError, match="Did you mean 'random'"):
+        run_benchmark(_cfg(tmp_path, allocators="randon"), write=False)
+
+
+def test_budget_errors_surface(tmp_path):
+    with pytest.raises(ValueError, match="pilot"):
+        run_benchmark(_cfg(tmp_path, pilot=4, group_sizes="4"), write=False)
