@@ -77,6 +77,16 @@ class BetaMixture:
             sum(w * math.exp(betaln(a + order, b) - betaln(a, b)) for w, a, b in self.components)
         )
 
+    def log_joint_moment(self, s: ArrayLike, f: ArrayLike) -> NDArray[np.float64]:
+        """log E[p^s (1 − p)^f]: the log-probability of one particular outcome sequence with s
+        successes and f failures when p is drawn from this difficulty (vectorised)."""
+        s = np.asarray(s, dtype=np.float64)
+        f = np.asarray(f, dtype=np.float64)
+        terms = [
+            math.log(w) + betaln(a + s, b + f) - betaln(a, b) for w, a, b in self.components
+        ]
+        return np.asarray(np.logaddexp.reduce(np.stack(terms), axis=0), dtype=np.float64)
+
     def degenerate_probability(self, n: int) -> float:
         """Exact P(a group of n rollouts is all-correct or all-wrong) = E[p^n + (1 − p)^n]."""
         return float(
@@ -121,6 +131,15 @@ class EmpiricalPassRates:
     def moment(self, order: int) -> float:
         """E[p^order] over the empirical rates."""
         return float(np.mean(np.asarray(self.rates) ** order))
+
+    def log_joint_moment(self, s: ArrayLike, f: ArrayLike) -> NDArray[np.float64]:
+        """log E[p^s (1 − p)^f] over the empirical rates (vectorised; −inf where impossible)."""
+        p = np.asarray(self.rates)
+        s = np.asarray(s, dtype=np.float64)[..., None]
+        f = np.asarray(f, dtype=np.float64)[..., None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(s > 0, s * np.log(p), 0.0) + np.where(f > 0, f * np.log1p(-p), 0.0)
+        return np.asarray(np.logaddexp.reduce(terms, axis=-1) - math.log(p.size), dtype=np.float64)
 
     def degenerate_probability(self, n: int) -> float:
         """Exact P(a group of n rollouts is all-correct or all-wrong)."""

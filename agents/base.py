@@ -110,6 +110,8 @@ class BaseAllocator:
     """
 
     name: str = "base"
+    #: True when decisions draw from ``self.rng`` (no exact outcome-tree value then).
+    stochastic: bool = False
 
     def __init__(self) -> None:
         self._params: AllocationParams | None = None

@@ -40,6 +40,7 @@ class RandomAllocator(BaseAllocator):
     """
 
     name = "random"
+    stochastic = True
 
     def allocate(self, obs: Obs) -> NDArray[np.int64]:
         """Each rollout to a uniformly random question with room left."""

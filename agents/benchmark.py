@@ -28,13 +28,17 @@ import numpy as np
 from scipy import stats
 
 import adaroll_env
+from adaroll_env.model import AllocationParams
 from adaroll_env.priors import resolve_difficulty
 from adaroll_env.utilities import get_utility
+from agents.exact import exact_value
 from agents.registry import list_allocators, make_allocator
 
 ENV_KINDS = {"sequential": "AdaRoll/BetaBernoulli-v0", "rounds": "AdaRoll/BetaBernoulliRounds-v0"}
 #: Allocators that read the hidden truth: reported as references, never ranked.
 REFERENCE_ONLY = frozenset({"oracle"})
+#: Bins of the final posterior mean for the "rollouts placed" plot.
+MEAN_BINS = 10
 
 
 def _split(text: str) -> list[str]:
@@ -78,6 +82,13 @@ class BenchConfig:
     out: str = field(default="runs", metadata={"help": "folder under which the run directory goes"})
     name: str = field(default="", metadata={"help": "run directory name ('': bench-<time>)"})
     plots: bool = field(default=True, metadata={"help": "write PNG plots"})
+    exact: bool = field(
+        default=True,
+        metadata={"help": "add exact outcome-tree values where the instance is small enough"},
+    )
+    exact_max_states: int = field(
+        default=50_000, metadata={"help": "largest outcome tree (states) to evaluate exactly"}
+    )
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
 
     def __post_init__(self) -> None:
@@ -179,8 +190,9 @@ def settings(cfg: BenchConfig) -> list[Setting]:
     ]
 
 
-def env_kwargs(cfg: BenchConfig, setting: Setting) -> dict[str, Any]:
-    """Arguments of ``gym.make`` for a setting."""
+def env_kwargs(cfg: BenchConfig, setting: Setting, spec: str = "") -> dict[str, Any]:
+    """Arguments of ``gym.make`` for a setting (with the truth revealed for reference-only
+    allocators such as ``oracle``; revealing changes no random draw, so pairing holds)."""
     kw: dict[str, Any] = {
         "num_questions": cfg.num_questions,
         "budget": setting.group_size * cfg.num_questions,
@@ -192,6 +204,8 @@ def env_kwargs(cfg: BenchConfig, setting: Setting) -> dict[str, Any]:
     }
     if setting.env == "rounds" and cfg.round_size is not None:
         kw["round_size"] = cfg.round_size
+    if spec in REFERENCE_ONLY:
+        kw["reveal_truth"] = True
     return kw
 
 
@@ -216,6 +230,7 @@ def run_episodes(
     records = []
     for i in episodes:
         env_seed, alloc_seed = episode_seeds(master_seed, i)
+        t_start = time.perf_counter()
         obs, info = env.reset(seed=env_seed)
         allocator.reset(params, seed=alloc_seed)
         total = 0.0
@@ -230,7 +245,9 @@ def run_episodes(
             obs, reward, terminated, truncated, info = env.step(action)
             total += float(reward)
             done = terminated or truncated
+        wall = time.perf_counter() - t_start
         alloc = np.asarray(info["allocation"])
+        bins = np.minimum((np.asarray(obs["mean"]) * MEAN_BINS).astype(int), MEAN_BINS - 1)
         records.append(
             {
                 "episode": i,
@@ -238,8 +255,11 @@ def run_episodes(
                 "utility": total,
                 "decisions": decisions,
                 "decision_seconds": decide,
+                "episode_seconds": wall,
                 "max_group_used": int(alloc.max()),
                 "questions_used": int(np.count_nonzero(alloc)),
+                "rollouts_by_mean": np.bincount(bins, weights=alloc, minlength=MEAN_BINS).tolist(),
+                "questions_by_mean": np.bincount(bins, minlength=MEAN_BINS).tolist(),
             }
         )
     return records
@@ -267,9 +287,13 @@ def mean_ci(x: Sequence[float], level: float = 0.95) -> tuple[float, float]:
 
 
 def summarise(
-    results: dict[tuple[Setting, str], list[dict[str, Any]]], cfg: BenchConfig
+    results: dict[tuple[Setting, str], list[dict[str, Any]]],
+    cfg: BenchConfig,
+    exact: dict[tuple[Setting, str], float | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (setting, allocator): mean utility with CI, paired gain over uniform."""
+    """One row per (setting, allocator): mean utility with CI, paired gain over uniform, cost,
+    throughput and (where computed) the exact outcome-tree value."""
+    exact = exact or {}
     rows = []
     for setting in settings(cfg):
         base = {r["episode"]: r["utility"] for r in results[(setting, "uniform")]}
@@ -296,55 +320,72 @@ def summarise(
                     "gain_ci95": gain_ci,
                     "gain_pct": 100.0 * gain / base_mean if base_mean else math.nan,
                     "ms_per_batch": 1e3 * float(np.mean([r["decision_seconds"] for r in recs])),
+                    "episodes_per_s": len(recs) / sum(r["episode_seconds"] for r in recs),
+                    "exact_value": exact.get((setting, spec)),
+                    "rollouts_by_mean": [
+                        float(x) / max(1.0, float(y))
+                        for x, y in zip(
+                            np.sum([r["rollouts_by_mean"] for r in recs], axis=0),
+                            np.sum([r["questions_by_mean"] for r in recs], axis=0),
+                            strict=True,
+                        )
+                    ],
                 }
             )
     return rows
 
 
+def _cells(r: dict[str, Any], with_exact: bool) -> list[str]:
+    is_base = r["allocator"] == "uniform"
+    cells = [
+        r["allocator"] + (" (ref)" if r["reference_only"] else ""),
+        f"{r['mean_utility']:.3f} ± {r['ci95']:.3f}",
+        "—" if is_base else f"{r['gain']:+.3f} ± {r['gain_ci95']:.3f}",
+        "—" if is_base else f"{r['gain_pct']:+.1f}%",
+        f"{r['ms_per_batch']:.2f}",
+        f"{r['episodes_per_s']:.0f}",
+    ]
+    if with_exact:
+        cells.append("n/a" if r["exact_value"] is None else f"{r['exact_value']:.4f}")
+    return cells
+
+
+_HEADERS = [
+    "allocator",
+    "mean utility ± 95% CI",
+    "gain vs uniform ± 95% CI",
+    "gain %",
+    "ms/batch",
+    "episodes/s",
+]
+
+
 def format_tables(rows: list[dict[str, Any]], cfg: BenchConfig) -> list[Any]:
-    """One rich Table per setting: mean utility with CI, paired gain over uniform, cost."""
+    """One rich Table per setting: mean utility with CI, paired gain over uniform, cost, and the
+    exact outcome-tree value where it was computed."""
     from rich.table import Table
 
     tables = []
     for key in dict.fromkeys(r["setting"] for r in rows):
+        sub = [r for r in rows if r["setting"] == key]
+        with_exact = any(r["exact_value"] is not None for r in sub)
         about = f"B={cfg.num_questions}, {cfg.episodes} paired episodes, seed {cfg.seed}"
-        table = Table(
-            title=f"{key}  ({about})",
-            title_justify="left",
-        )
-        table.add_column("allocator")
-        table.add_column("mean utility ± 95% CI", justify="right")
-        table.add_column("gain vs uniform ± 95% CI", justify="right")
-        table.add_column("gain %", justify="right")
-        table.add_column("ms/batch", justify="right")
-        for r in rows:
-            if r["setting"] != key:
-                continue
-            is_base = r["allocator"] == "uniform"
-            table.add_row(
-                r["allocator"] + (" (ref)" if r["reference_only"] else ""),
-                f"{r['mean_utility']:.3f} ± {r['ci95']:.3f}",
-                "—" if is_base else f"{r['gain']:+.3f} ± {r['gain_ci95']:.3f}",
-                "—" if is_base else f"{r['gain_pct']:+.1f}%",
-                f"{r['ms_per_batch']:.2f}",
-            )
+        table = Table(title=f"{key}  ({about})", title_justify="left")
+        for i, head in enumerate([*_HEADERS, *(["exact value"] if with_exact else [])]):
+            table.add_column(head, justify="left" if i == 0 else "right")
+        for r in sub:
+            table.add_row(*_cells(r, with_exact))
         tables.append(table)
     return tables
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The summary as a Markdown table (for READMEs and papers)."""
-    lines = [
-        "| setting | allocator | mean utility | 95% CI | gain vs uniform | gain % | ms/batch |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
+    with_exact = any(r["exact_value"] is not None for r in rows)
+    heads = ["setting", *_HEADERS, *(["exact value"] if with_exact else [])]
+    lines = ["| " + " | ".join(heads) + " |", "|---|---|" + "---:|" * (len(heads) - 2)]
     for r in rows:
-        gain = "—" if r["allocator"] == "uniform" else f"{r['gain']:+.3f} ± {r['gain_ci95']:.3f}"
-        pct = "—" if r["allocator"] == "uniform" else f"{r['gain_pct']:+.1f}%"
-        lines.append(
-            f"| {r['setting']} | {r['allocator']} | {r['mean_utility']:.3f} | "
-            f"± {r['ci95']:.3f} | {gain} | {pct} | {r['ms_per_batch']:.2f} |"
-        )
+        lines.append("| " + " | ".join([r["setting"], *_cells(r, with_exact)]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -363,15 +404,20 @@ def versions() -> dict[str, str]:
     }
 
 
-def plot_bars(rows: list[dict[str, Any]], path: Path) -> None:
-    """Bars of mean utility with 95 % CIs, one panel per setting."""
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot_bars(rows: list[dict[str, Any]], path: Path) -> None:
+    """Bars of mean utility with 95 % CIs, one panel per setting."""
+    plt = _pyplot()
     keys = list(dict.fromkeys(r["setting"] for r in rows))
-    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2.6 * len(keys) + 0.6), squeeze=False)
+    fig, axes = plt.subplots(len(keys), 1, figsize=(9, 2.8 * len(keys) + 0.6), squeeze=False)
     for ax, key in zip(axes[:, 0], keys, strict=True):
         sub = [r for r in rows if r["setting"] == key]
         names = [r["allocator"] for r in sub]
@@ -380,7 +426,10 @@ def plot_bars(rows: list[dict[str, Any]], path: Path) -> None:
             [r["mean_utility"] for r in sub],
             yerr=[r["ci95"] for r in sub],
             capsize=4,
-            color=["#888888" if n == "uniform" else "#3b75af" for n in names],
+            color=[
+                "#888888" if n == "uniform" else "#d08c2f" if r["reference_only"] else "#3b75af"
+                for n, r in zip(names, sub, strict=True)
+            ],
         )
         ax.set_title(key, fontsize=10)
         ax.set_ylabel("mean utility")
@@ -389,6 +438,50 @@ def plot_bars(rows: list[dict[str, Any]], path: Path) -> None:
         pad = 0.15 * (hi - lo + 1e-9)
         ax.set_ylim(max(0.0, lo - pad), hi + pad)
         ax.tick_params(axis="x", labelrotation=30)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_group_sizes(rows: list[dict[str, Any]], path: Path) -> None:
+    """Mean utility per question against G, one line per allocator, one panel per
+    (env, difficulty, utility)."""
+    plt = _pyplot()
+    panels = list(dict.fromkeys((r["env"], r["difficulty"], r["utility_name"]) for r in rows))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        sub = [r for r in rows if (r["env"], r["difficulty"], r["utility_name"]) == panel]
+        for name in dict.fromkeys(r["allocator"] for r in sub):
+            pts = sorted(
+                (r["group_size"], r["mean_utility"], r["ci95"])
+                for r in sub
+                if r["allocator"] == name
+            )
+            g, m, ci = (np.array(x) for x in zip(*pts, strict=True))
+            ax.errorbar(g, m, yerr=ci, marker="o", capsize=3, label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("G = N / B")
+        ax.set_ylabel("mean utility")
+        ax.set_title("/".join(panel), fontsize=10)
+    axes[0, -1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_rollouts_by_mean(rows: list[dict[str, Any]], path: Path) -> None:
+    """Average rollouts a question received against its final posterior mean, per allocator."""
+    plt = _pyplot()
+    keys = list(dict.fromkeys(r["setting"] for r in rows))
+    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4), squeeze=False)
+    centers = (np.arange(MEAN_BINS) + 0.5) / MEAN_BINS
+    for ax, key in zip(axes[0], keys, strict=True):
+        for r in (r for r in rows if r["setting"] == key):
+            ax.plot(centers, r["rollouts_by_mean"], marker=".", label=r["allocator"])
+        ax.set_xlabel("final posterior mean of the question")
+        ax.set_ylabel("rollouts per question")
+        ax.set_title(key, fontsize=10)
+    axes[0, -1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -412,12 +505,50 @@ def _tasks(
     size = max(1, math.ceil(cfg.episodes / chunks))
     tasks = []
     for setting in grid:
-        kwargs = env_kwargs(cfg, setting)
         for spec in cfg.allocator_list:
+            kwargs = env_kwargs(cfg, setting, spec)
             for start in range(0, cfg.episodes, size):
                 eps = list(range(start, min(cfg.episodes, start + size)))
                 tasks.append((setting, kwargs, spec, eps, cfg.seed))
     return tasks
+
+
+def tree_is_small(params: AllocationParams, max_states: int) -> bool:
+    """A cheap upper bound on the outcome tree (count vectors with Σ ≤ N) against a limit."""
+    B, N = params.num_questions, params.total_budget
+    return math.comb(N + 2 * B, 2 * B) <= 20 * max_states
+
+
+def _exact_tasks(cfg: BenchConfig) -> list[tuple[Setting, dict[str, Any], str, int]]:
+    if not cfg.exact:
+        return []
+    out = []
+    for setting in settings(cfg):
+        for spec in cfg.allocator_list:
+            if spec in REFERENCE_ONLY:
+                continue
+            kwargs = env_kwargs(cfg, setting, spec)
+            env = make_env(setting.env, kwargs)
+            params = env.unwrapped.params  # type: ignore[attr-defined]
+            stochastic = bool(getattr(make_allocator(spec, env), "stochastic", False))
+            env.close()
+            if not stochastic and tree_is_small(params, cfg.exact_max_states):
+                out.append((setting, kwargs, spec, cfg.exact_max_states))
+    return out
+
+
+def _exact_task(
+    task: tuple[Setting, dict[str, Any], str, int],
+) -> tuple[Setting, str, float | None]:
+    setting, kwargs, spec, max_states = task
+    env = make_env(setting.env, kwargs)
+    try:
+        params = env.unwrapped.params  # type: ignore[attr-defined]
+        allocator = make_allocator(spec, env)
+        difficulty = env.unwrapped.difficulty  # type: ignore[attr-defined]
+        return setting, spec, exact_value(allocator, params, difficulty, max_states=max_states)
+    finally:
+        env.close()
 
 
 def run_benchmark(cfg: BenchConfig, *, write: bool = True) -> BenchResult:
@@ -433,11 +564,12 @@ def run_benchmark(cfg: BenchConfig, *, write: bool = True) -> BenchResult:
     workers = cfg.workers or (os.cpu_count() or 1)
     # Fail fast, in this process, on bad settings or specs.
     for setting in settings(cfg):
-        env = make_env(setting.env, env_kwargs(cfg, setting))
         for spec in cfg.allocator_list:
+            env = make_env(setting.env, env_kwargs(cfg, setting, spec))
             make_allocator(spec, env)
-        env.close()
+            env.close()
     tasks = _tasks(cfg, workers)
+    exact_tasks = _exact_tasks(cfg)
     results: dict[tuple[Setting, str], list[dict[str, Any]]] = {}
     total = sum(len(t[3]) for t in tasks)
     progress = Progress(
@@ -451,19 +583,27 @@ def run_benchmark(cfg: BenchConfig, *, write: bool = True) -> BenchResult:
     )
     with progress:
         bar = progress.add_task("bench", total=total)
+        exact: dict[tuple[Setting, str], float | None] = {}
         if workers == 1 or len(tasks) == 1:
             for task in tasks:
                 setting, spec, recs = _run_task(task)
                 results.setdefault((setting, spec), []).extend(recs)
                 progress.advance(bar, len(recs))
+            for etask in exact_tasks:
+                setting, spec, value = _exact_task(etask)
+                exact[(setting, spec)] = value
         else:
             with ProcessPoolExecutor(max_workers=workers) as pool:
+                efutures = [pool.submit(_exact_task, e) for e in exact_tasks]
                 futures = [pool.submit(_run_task, t) for t in tasks]
                 for fut in as_completed(futures):
                     setting, spec, recs = fut.result()
                     results.setdefault((setting, spec), []).extend(recs)
                     progress.advance(bar, len(recs))
-    rows = summarise(results, cfg)
+                for efut in efutures:
+                    setting, spec, value = efut.result()
+                    exact[(setting, spec)] = value
+    rows = summarise(results, cfg, exact)
     episodes = [
         {"setting": s.key, "allocator": spec, **rec}
         for (s, spec), recs in sorted(results.items(), key=lambda kv: (kv[0][0].key, kv[0][1]))
@@ -476,8 +616,10 @@ def run_benchmark(cfg: BenchConfig, *, write: bool = True) -> BenchResult:
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
+    # Per-bin lists live in the JSON files; the CSVs keep the scalar columns.
+    fields = [k for k, v in rows[0].items() if not isinstance(v, list)]
     with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
 
@@ -496,6 +638,9 @@ def _write_run(
     (run_dir / "table.md").write_text(markdown_table(rows))
     if cfg.plots:
         plot_bars(rows, run_dir / "utility_bars.png")
+        plot_rollouts_by_mean(rows, run_dir / "rollouts_by_mean.png")
+        if len(cfg.group_size_list) > 1:
+            plot_group_sizes(rows, run_dir / "utility_vs_group_size.png")
     return run_dir
 
 
@@ -503,7 +648,7 @@ def main(cfg: BenchConfig) -> BenchResult:
     """Run the benchmark, print the table and say where the run directory is."""
     from rich.console import Console
 
-    console = Console()
+    console = Console() if Console().is_terminal else Console(width=120)
     result = run_benchmark(cfg)
     for table in format_tables(result.rows, cfg):
         console.print(table)

@@ -117,3 +117,23 @@ def test_unknown_allocator_fails_before_running(tmp_path):
 def test_budget_errors_surface(tmp_path):
     with pytest.raises(ValueError, match="pilot"):
         run_benchmark(_cfg(tmp_path, pilot=4, group_sizes="4"), write=False)
+
+
+def test_exact_values_and_plots(tmp_path):
+    cfg = _cfg(tmp_path, num_questions=2, group_sizes="2,3", envs="rounds", episodes=6)
+    res = run_benchmark(cfg)
+    for r in res.rows:
+        if r["allocator"] == "uniform":
+            assert r["exact_value"] is not None and 0 < r["exact_value"] <= 2
+        else:  # random is stochastic: no single outcome tree
+            assert r["exact_value"] is None
+        assert len(r["rollouts_by_mean"]) == 10
+        assert r["episodes_per_s"] > 0
+    for f in ("utility_bars.png", "rollouts_by_mean.png", "utility_vs_group_size.png"):
+        assert (res.run_dir / f).stat().st_size > 1000
+    assert "exact value" in (res.run_dir / "table.md").read_text()
+
+
+def test_exact_skipped_on_large_instances(tmp_path):
+    res = run_benchmark(_cfg(tmp_path, num_questions=32, envs="rounds", episodes=3), write=False)
+    assert all(r["exact_value"] is None for r in res.rows)
