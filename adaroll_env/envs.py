@@ -92,7 +92,9 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         )
         if reward_mode not in ("dense", "terminal"):
             raise ValueError(f"reward_mode must be 'dense' or 'terminal', got {reward_mode!r}")
-        if not (isinstance(drift, (int, float)) and math.isfinite(drift)):
+        if isinstance(drift, bool) or not (
+            isinstance(drift, (int, float, np.integer, np.floating)) and math.isfinite(drift)
+        ):
             raise ValueError(
                 f"drift must be a finite float (logit shift per episode), got {drift!r}"
             )

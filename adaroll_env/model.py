@@ -70,6 +70,8 @@ def _normalise_prior(name: str, value: Any, num_questions: int) -> float | tuple
             f"{name}[{i}] = {arr[i]!r} is not a valid Beta parameter: each must be finite, "
             f"> 0 and <= {PRIOR_MAX:g}"
         )
+    if np.all(arr == arr[0]):
+        return float(arr[0])  # one shared prior: the same params (and cache key) as a float
     return tuple(float(x) for x in arr)
 
 

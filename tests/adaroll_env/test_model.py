@@ -59,7 +59,9 @@ def test_params_hashable_and_equal():
     assert cache[p2] == "a"
     # budget None and its default are the same params
     assert AllocationParams(num_questions=2) == AllocationParams(num_questions=2, budget=16)
-    assert len({AllocationParams(num_questions=2), AllocationParams(num_questions=2, budget=16)}) == 1
+    assert (
+        len({AllocationParams(num_questions=2), AllocationParams(num_questions=2, budget=16)}) == 1
+    )
 
 
 def test_params_frozen():
@@ -92,9 +94,13 @@ def test_params_pickle_round_trip():
 def test_params_priors_become_tuples():
     p = AllocationParams(num_questions=3, budget=6, prior_alpha=[1, 2, 3], prior_beta=np.ones(3))
     assert p.prior_alpha == (1.0, 2.0, 3.0)
-    assert p.prior_beta == (1.0, 1.0, 1.0)
-    assert isinstance(p.prior_alpha, tuple) and isinstance(p.prior_beta, tuple)
-    assert all(type(x) is float for x in p.prior_alpha + p.prior_beta)
+    assert isinstance(p.prior_alpha, tuple)
+    assert all(type(x) is float for x in p.prior_alpha)
+    # An all-equal sequence is one shared prior: stored as a float, so it is the same params.
+    assert p.prior_beta == 1.0 and type(p.prior_beta) is float
+    assert AllocationParams(num_questions=3, prior_alpha=(2.0,) * 3) == AllocationParams(
+        num_questions=3, prior_alpha=2.0
+    )
     q = AllocationParams(num_questions=3, budget=6, prior_alpha=2, prior_beta=np.float32(0.5))
     assert type(q.prior_alpha) is float and q.prior_alpha == 2.0
     assert type(q.prior_beta) is float and q.prior_beta == 0.5
@@ -224,8 +230,8 @@ def test_apply_is_immutable(params3):
     np.testing.assert_array_equal(st3.failures, [0, 1, 0])
     np.testing.assert_array_equal(st3.rollouts, [0, 2, 1])
     assert st3.spent == 3 and budget_left(params3, st3) == 6
-    for st in (st0, st1, st2, st3):
-        for arr in (st.successes, st.failures, st.rollouts):
+    for state in (st0, st1, st2, st3):
+        for arr in (state.successes, state.failures, state.rollouts):
             assert not arr.flags.writeable
             with pytest.raises(ValueError):
                 arr[0] = 7
@@ -407,6 +413,9 @@ BIG = [100, 100, 100, 100]
         ([2, 1, 1, 0], 8, BIG, [4, 2, 2, 0]),
         # cap: q0 takes only 1; its 2 extra go to the next-largest weight (q1)
         ([3, 2, 1], 6, [1, 10, 10], [1, 4, 1]),
+        # the spill follows the weights, not the index: q2 capped at 1, its 2 extra go to q1
+        ([1, 2, 3], 6, [10, 10, 1], [1, 4, 1]),
+        ([2, 0.5, 1], 7, [2, 10, 10], [2, 1, 4]),
         # cap spill cascades: q0 capped at 1, q1 capped at 1, rest to q2
         ([4, 3, 1], 8, [1, 1, 10], [1, 1, 6]),
         # spill goes to zero-weight questions only when positive ones are full
@@ -525,7 +534,9 @@ def test_encode_decode_round_trip_large(b, total, sparsity, seed):
 def test_encode_decode_round_trip_mid_episode(b, cap, r, seed):
     """Round trip from a state with rollouts spent and caps in force."""
     rng = np.random.default_rng(seed)
-    p = AllocationParams(num_questions=b, budget=b * cap, max_group=cap, mode="rounds", round_size=r)
+    p = AllocationParams(
+        num_questions=b, budget=b * cap, max_group=cap, mode="rounds", round_size=r
+    )
     n = rng.integers(0, cap + 1, size=b)
     if n.sum() == b * cap:
         n[0] -= 1

@@ -52,7 +52,9 @@ def test_single_question_by_hand():
 @pytest.mark.parametrize(("B", "N", "pilot"), [(2, 5, 0), (3, 7, 1), (2, 6, 2)])
 def test_uniform_sequential_against_brute_force(utility, B, N, pilot):
     a, b = 0.6, 1.7
-    p = AllocationParams(num_questions=B, budget=N, pilot=pilot, prior_alpha=a, prior_beta=b, utility=utility)
+    p = AllocationParams(
+        num_questions=B, budget=N, pilot=pilot, prior_alpha=a, prior_beta=b, utility=utility
+    )
     alloc = agents.make_allocator("uniform", p)
     target = [N // B + (1 if i < N % B else 0) for i in range(B)]
 
@@ -60,7 +62,9 @@ def test_uniform_sequential_against_brute_force(utility, B, N, pilot):
         d = [t - (si + fi) for t, si, fi in zip(target, s, f, strict=True)]
         return int(np.argmax(d))
 
-    assert exact_value(alloc, p, (a, b)) == pytest.approx(_brute_force(policy, B, N, a, b, utility, pilot), abs=1e-12)
+    assert exact_value(alloc, p, (a, b)) == pytest.approx(
+        _brute_force(policy, B, N, a, b, utility, pilot), abs=1e-12
+    )
 
 
 def test_rounds_equals_sequential_for_a_fixed_schedule():
