@@ -56,7 +56,7 @@ def resolve_beliefs(
 class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
     """Shared machinery of the two simulated envs (the model calls, pass rates, reward)."""
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
     _mode: model.Mode = "sequential"
 
     def __init__(
@@ -107,7 +107,7 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         self.reward_mode: RewardMode = reward_mode
         self.reveal_truth = bool(reveal_truth)
         self.render_mode = render_mode
-        self.observation_space = model.observation_space(
+        self.observation_space = model.observation_space(  # type: ignore[assignment]
             self.params, reveal_truth=self.reveal_truth
         )
         self.episode_params = self.params
@@ -392,18 +392,20 @@ class BetaBernoulliEnv(_SimulatedAllocationEnv):
 
     def _question(self, action: Any) -> int:
         B = self.params.num_questions
-        if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
-            if 0 <= action < B:
-                return int(action)
-        arr = np.asarray(action)
         if (
-            arr.size != 1
-            or (arr.dtype.kind not in "iu"
+            isinstance(action, (int, np.integer))
+            and not isinstance(action, bool)
+            and 0 <= action < B
+        ):
+            return int(action)
+        arr = np.asarray(action)
+        if arr.size != 1 or (
+            arr.dtype.kind not in "iu"
             and not (
                 arr.dtype.kind == "f"
                 and np.all(np.isfinite(arr))
                 and float(arr.reshape(-1)[0]).is_integer()
-            ))
+            )
         ):
             raise ValueError(
                 f"action {action!r} is not in the action space Discrete({B}): "

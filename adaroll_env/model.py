@@ -222,8 +222,6 @@ class AllocationState(NamedTuple):
         eq = self.__eq__(other)
         return eq if eq is NotImplemented else not eq
 
-    __hash__ = None  # type: ignore[assignment]
-
 
 def _state(s: NDArray[np.int64], f: NDArray[np.int64]) -> AllocationState:
     n = s + f
@@ -373,7 +371,7 @@ def observation_space(params: AllocationParams, *, reveal_truth: bool = False) -
     def box(low: float, high: float, n: int = B) -> spaces.Box:
         return spaces.Box(low=low, high=high, shape=(n,), dtype=np.float32)
 
-    parts = {
+    parts: dict[str, spaces.Space[Any]] = {
         "alpha": box(0.0, hi_ab),
         "beta": box(0.0, hi_ab),
         "successes": box(0.0, N),

@@ -29,7 +29,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -82,9 +82,7 @@ class BetaMixture:
         successes and f failures when p is drawn from this difficulty (vectorised)."""
         s = np.asarray(s, dtype=np.float64)
         f = np.asarray(f, dtype=np.float64)
-        terms = [
-            math.log(w) + betaln(a + s, b + f) - betaln(a, b) for w, a, b in self.components
-        ]
+        terms = [math.log(w) + betaln(a + s, b + f) - betaln(a, b) for w, a, b in self.components]
         return np.asarray(np.logaddexp.reduce(np.stack(terms), axis=0), dtype=np.float64)
 
     def degenerate_probability(self, n: int) -> float:
@@ -152,8 +150,8 @@ class EmpiricalPassRates:
         return f"empirical({len(self.rates)} pass rates{label})"
 
 
-Difficulty = Union[BetaMixture, EmpiricalPassRates]
-DifficultySpec = Union[str, os.PathLike, tuple, list, np.ndarray, BetaMixture, EmpiricalPassRates]
+Difficulty = BetaMixture | EmpiricalPassRates
+DifficultySpec = str | os.PathLike | tuple | list | np.ndarray | BetaMixture | EmpiricalPassRates
 
 PROFILES: dict[str, Difficulty] = {
     "uniform": BetaMixture(((1.0, 1.0, 1.0),), name="uniform"),
@@ -192,7 +190,7 @@ def load_pass_rates(path: str | os.PathLike) -> EmpiricalPassRates:
                 )
             values = values["pass_rates"]
     else:
-        tokens = []
+        tokens: list[str] = []
         for line in text.splitlines():
             line = line.split("#", 1)[0]
             tokens.extend(t for t in line.replace(",", " ").split() if t)
@@ -257,10 +255,7 @@ def fit_beta(difficulty: DifficultySpec, *, min_concentration: float = 1e-2) -> 
     m1, m2 = d.moment(1), d.moment(2)
     mean = min(max(m1, 1e-4), 1.0 - 1e-4)
     var = max(m2 - m1 * m1, 0.0)
-    if var <= 0.0:
-        conc = 1e4
-    else:
-        conc = mean * (1.0 - mean) / var - 1.0
+    conc = 1e4 if var <= 0.0 else mean * (1.0 - mean) / var - 1.0
     conc = min(max(conc, min_concentration), 1e4)
     return float(mean * conc), float((1.0 - mean) * conc)
 

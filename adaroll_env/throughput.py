@@ -10,7 +10,6 @@ from typing import Any
 
 import gymnasium as gym
 
-
 import adaroll_env
 
 
@@ -38,7 +37,9 @@ def _actions(space: gym.Space, n: int, seed: int) -> list[Any]:
     return [space.sample() for _ in range(n)]
 
 
-def single_steps_per_second(env_id: str, kwargs: dict[str, Any], seconds: float, seed: int) -> float:
+def single_steps_per_second(
+    env_id: str, kwargs: dict[str, Any], seconds: float, seed: int
+) -> float:
     """Steps per second of one env made with ``gymnasium.make`` under pre-drawn random actions."""
     env = gym.make(env_id, **kwargs)
     actions = _actions(env.action_space, 1024, seed)
@@ -77,7 +78,7 @@ def vector_steps_per_second(
 
 
 def measure(cfg: EnvBenchConfig) -> list[dict[str, Any]]:
-    """One row per (env, B, how): steps per second and the ratio to CartPole measured the same way."""
+    """One row per (env, B, how): steps per second, and the ratio to CartPole measured alike."""
     gym.register_envs(adaroll_env)
     sizes = [int(s) for s in cfg.sizes.split(",") if s.strip()]
     modes = [m.strip() for m in cfg.vector_modes.split(",") if m.strip()]
@@ -93,12 +94,28 @@ def measure(cfg: EnvBenchConfig) -> list[dict[str, Any]]:
 
     for how in hows:
         cartpole[how] = run("CartPole-v1", {}, how)
-        rows.append({"env": "CartPole-v1", "B": None, "how": how, "steps_per_s": cartpole[how], "vs_cartpole": 1.0})
+        rows.append(
+            {
+                "env": "CartPole-v1",
+                "B": None,
+                "how": how,
+                "steps_per_s": cartpole[how],
+                "vs_cartpole": 1.0,
+            }
+        )
     for env_id in adaroll_env.ENV_IDS:
         for B in sizes:
             for how in hows:
                 rate = run(env_id, {"num_questions": B}, how)
-                rows.append({"env": env_id, "B": B, "how": how, "steps_per_s": rate, "vs_cartpole": rate / cartpole[how]})
+                rows.append(
+                    {
+                        "env": env_id,
+                        "B": B,
+                        "how": how,
+                        "steps_per_s": rate,
+                        "vs_cartpole": rate / cartpole[how],
+                    }
+                )
     return rows
 
 
@@ -113,10 +130,11 @@ def main(cfg: EnvBenchConfig) -> list[dict[str, Any]]:
         table.add_column(col, justify="left" if col in ("env", "how") else "right")
     for r in rows:
         table.add_row(
-            r["env"], "" if r["B"] is None else str(r["B"]), r["how"],
-            f"{r['steps_per_s']:,.0f}", f"{r['vs_cartpole']:.2f}",
+            r["env"],
+            "" if r["B"] is None else str(r["B"]),
+            r["how"],
+            f"{r['steps_per_s']:,.0f}",
+            f"{r['vs_cartpole']:.2f}",
         )
     Console().print(table)
     return rows
-
-
