@@ -197,6 +197,7 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         if self.drift:
             true_p = apply_drift(true_p, self.drift * self.episode)
         self._true_p = np.asarray(true_p, dtype=np.float64)
+        self._true_p_list: list[float] = self._true_p.tolist()
         state = model.initial_state(p)
         if p.pilot > 0:
             counts = np.full(B, p.pilot, dtype=np.int64)
@@ -210,6 +211,8 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         self._redirected = 0
         self._last_counts = state.rollouts.copy()
         self._last_action = None
+        if self._mode == "sequential":
+            self._uniforms: list[float] = self.np_random.random(p.total_budget).tolist()
         return self._obs(), self._info()
 
     def render(self) -> str | None:
@@ -378,7 +381,8 @@ class BetaBernoulliEnv(_SimulatedAllocationEnv):
             )
             q = int(np.argmax(var))
             self._redirected += 1
-        outcome = self.np_random.random() < self._true_p[q]
+        # Uniforms for the episode's rollouts are drawn once in reset (same stream, cheaper).
+        outcome = self._uniforms[self._state.spent] < self._true_p_list[q]
         self._state = model.apply(p, self._state, q, outcome)
         self._last_action = q
         return self._finish_step(q)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 import adaroll_env
 
@@ -24,10 +25,15 @@ class EnvBenchConfig:
         default="sync,async", metadata={"help": "make_vec modes to measure, comma-separated"}
     )
     seed: int = field(default=0, metadata={"help": "seed of envs and pre-drawn actions"})
+    repeats: int = field(
+        default=4, metadata={"help": "alternating CartPole/env slices per row (noise control)"}
+    )
 
     def __post_init__(self) -> None:
         if self.seconds <= 0:
             raise ValueError(f"seconds must be > 0, got {self.seconds}")
+        if self.repeats < 1:
+            raise ValueError(f"repeats must be >= 1, got {self.repeats}")
         if self.num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {self.num_envs}")
 
@@ -78,42 +84,39 @@ def vector_steps_per_second(
 
 
 def measure(cfg: EnvBenchConfig) -> list[dict[str, Any]]:
-    """One row per (env, B, how): steps per second, and the ratio to CartPole measured alike."""
+    """One row per (env, B, how): steps per second, and the ratio to CartPole measured alike.
+
+    This machine is shared and noisy, so each row alternates ``repeats`` slices of CartPole and
+    of the env (same way of making and stepping) and reports the ratio of the summed rates.
+    """
     gym.register_envs(adaroll_env)
     sizes = [int(s) for s in cfg.sizes.split(",") if s.strip()]
     modes = [m.strip() for m in cfg.vector_modes.split(",") if m.strip()]
     hows = ["make", *[f"make_vec({cfg.num_envs}, {m})" for m in modes]]
-    cartpole: dict[str, float] = {}
-    rows: list[dict[str, Any]] = []
+    slice_s = cfg.seconds / cfg.repeats
 
     def run(env_id: str, kwargs: dict[str, Any], how: str) -> float:
         if how == "make":
-            return single_steps_per_second(env_id, kwargs, cfg.seconds, cfg.seed)
+            return single_steps_per_second(env_id, kwargs, slice_s, cfg.seed)
         mode = how.split(", ")[1].rstrip(")")
-        return vector_steps_per_second(env_id, kwargs, cfg.num_envs, mode, cfg.seconds, cfg.seed)
+        return vector_steps_per_second(env_id, kwargs, cfg.num_envs, mode, slice_s, cfg.seed)
 
-    for how in hows:
-        cartpole[how] = run("CartPole-v1", {}, how)
-        rows.append(
-            {
-                "env": "CartPole-v1",
-                "B": None,
-                "how": how,
-                "steps_per_s": cartpole[how],
-                "vs_cartpole": 1.0,
-            }
-        )
+    rows: list[dict[str, Any]] = []
     for env_id in adaroll_env.ENV_IDS:
         for B in sizes:
             for how in hows:
-                rate = run(env_id, {"num_questions": B}, how)
+                ours, cart = [], []
+                for _ in range(cfg.repeats):
+                    cart.append(run("CartPole-v1", {}, how))
+                    ours.append(run(env_id, {"num_questions": B}, how))
                 rows.append(
                     {
                         "env": env_id,
                         "B": B,
                         "how": how,
-                        "steps_per_s": rate,
-                        "vs_cartpole": rate / cartpole[how],
+                        "steps_per_s": float(np.mean(ours)),
+                        "cartpole_steps_per_s": float(np.mean(cart)),
+                        "vs_cartpole": float(np.sum(ours) / np.sum(cart)),
                     }
                 )
     return rows
@@ -125,16 +128,21 @@ def main(cfg: EnvBenchConfig) -> list[dict[str, Any]]:
     from rich.table import Table
 
     rows = measure(cfg)
-    table = Table(title=f"env steps per second ({cfg.seconds:g} s per row, same run)")
-    for col in ("env", "B", "how", "steps/s", "vs CartPole"):
+    table = Table(
+        title=f"env steps per second ({cfg.seconds:g} s per side and row, "
+        f"{cfg.repeats} alternating slices, same run)"
+    )
+    for col in ("env", "B", "how", "steps/s", "CartPole steps/s", "vs CartPole"):
         table.add_column(col, justify="left" if col in ("env", "how") else "right")
     for r in rows:
         table.add_row(
             r["env"],
-            "" if r["B"] is None else str(r["B"]),
+            str(r["B"]),
             r["how"],
             f"{r['steps_per_s']:,.0f}",
+            f"{r['cartpole_steps_per_s']:,.0f}",
             f"{r['vs_cartpole']:.2f}",
         )
-    Console().print(table)
+    console = Console() if Console().is_terminal else Console(width=120)
+    console.print(table)
     return rows

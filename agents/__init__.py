@@ -19,7 +19,20 @@ from agents.registry import (
 )
 
 register_allocator("uniform", "agents.baselines:UniformAllocator")
+register_allocator("bamdp", "agents.bamdp.allocator:BAMDPAllocator")
 register_allocator("random", "agents.baselines:RandomAllocator")
+register_allocator("oracle", "agents.bandits:OracleAllocator")
+register_allocator("thompson", "agents.bandits:ThompsonAllocator")
+register_allocator("bayes_ucb", "agents.bandits:BayesUCBAllocator")
+register_allocator("knowledge_gradient", "agents.bandits:KnowledgeGradientAllocator")
+register_allocator("greedy", "agents.bandits:GreedyAllocator")
+register_allocator("variance", "agents.bandits:VarianceAllocator")
+
+register_allocator("vip", "agents.literature:VIPAllocator")
+register_allocator("knapsack", "agents.literature:KnapsackAllocator")
+register_allocator("reinforce_ada", "agents.literature:ReinforceAdaAllocator")
+register_allocator("pilot_commit", "agents.literature:PilotCommitAllocator")
+register_allocator("greso", "agents.literature:GresoAllocator")
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -44,7 +44,9 @@ def binomial_values(
     valid = x <= k  # [1, K+1, K+1]
     log_choose = gammaln(k + 1.0) - gammaln(x + 1.0) - gammaln(np.maximum(k - x, 0) + 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        logp = np.where(x > 0, x * np.log(p), 0.0) + np.where(k - x > 0, (k - x) * np.log1p(-p), 0.0)
+        logp = np.where(x > 0, x * np.log(p), 0.0) + np.where(
+            k - x > 0, (k - x) * np.log1p(-p), 0.0
+        )
     pmf = np.where(valid, np.exp(log_choose + logp), 0.0)  # [B, K+1, K+1]
     u = np.asarray(fn(s + x, f + np.maximum(k - x, 0)), dtype=np.float64)  # [B, K+1, K+1]
     return np.asarray(np.sum(np.where(valid, pmf * u, 0.0), axis=-1), dtype=np.float64)

@@ -1,0 +1,258 @@
+"""The ``bamdp`` allocator: the exact BAMDP policy where affordable, the index policy elsewhere."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from adaroll_env.model import AllocationParams, prior_arrays
+from adaroll_env.utilities import beta_binomial_logpmf
+from agents.bamdp.cache import get_table
+from agents.bamdp.index import GRID_SIZE, MAX_HORIZON, TableSpec
+from agents.base import BaseAllocator, Beliefs, Obs
+
+PriorMode = Literal["tables", "interpolate"]
+
+#: Relative tolerance when matching the observation's priors (float32) to the params' priors.
+PRIOR_RTOL = 1e-5
+
+
+class _Tables:
+    """Index tables of one set of per-question priors, stacked for vectorised lookups."""
+
+    def __init__(self, specs: list[TableSpec], tid: NDArray[np.int64], cache_dir: Any) -> None:
+        tables = [get_table(s, directory=cache_dir) for s in specs]
+        H = max(t.spec.horizon for t in tables)
+        stack = np.full((len(tables), H + 1, H + 1), np.nan)
+        for k, t in enumerate(tables):
+            h = t.spec.horizon
+            stack[k, : h + 1, : h + 1] = t.index
+        self.stack = stack  # [T, H+1, H+1]
+        self.horizon = np.array([t.spec.horizon for t in tables])  # [T]
+        self.tid = tid  # [B] table of each question
+        self.single = len(tables) == 1
+
+    def lookup(
+        self, s: NDArray[np.int64], f: NDArray[np.int64], tid: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
+        """λ*(s, f) per entry (past a table's horizon: the same success fraction at the horizon)."""
+        H = self.horizon[tid]
+        n = s + f
+        over = n > H
+        if np.any(over):
+            ss = np.where(over, np.rint(s * H / np.maximum(n, 1)).astype(np.int64), s)
+            f = np.where(over, H - ss, f)
+            s = ss
+        return self.stack[tid, s, f]
+
+
+class BAMDPAllocator(BaseAllocator):
+    """Bayes-optimal rollout allocation for the BAMDP of DESIGN §2 (adaroll's own method).
+
+    **Index policy.** Relax the budget with a price λ per rollout: each question becomes an
+    optimal-stopping problem over its own counts, and continuing beats stopping exactly for
+    λ < λ*(s, f), the question's *index* (``agents.bamdp.index``; precomputed tables per prior,
+    utility and cap, cached on disk). Each rollout goes to the open question with the highest
+    index (ties to the lower index). In a round of R rollouts the outcomes of the round are not
+    seen until it ends, so the m-th extra rollout of question i in the round is ranked by the
+    predictive expectation of the index at the count it lands on,
+    e_i(m) = Σ_k BetaBin(k; m, α_i, β_i)·λ*(s_i + k, f_i + m − k), made non-increasing in m; the
+    round takes the R largest e_i(m).
+
+    **Exact policy.** Where the joint belief state space is small enough (``max_states``), the
+    allocator solves the BAMDP exactly by backward induction and plays the optimal action.
+
+    **Priors from history.** Per-question priors come from the observation (alpha − successes).
+    ``prior_mode="tables"`` builds (or loads) one table per distinct prior, rounded to
+    ``prior_digits`` significant digits; ``"interpolate"`` builds tables on a log-spaced grid of
+    (α, β) and interpolates indices bilinearly in (log α, log β).
+    """
+
+    name = "bamdp"
+
+    def __init__(
+        self,
+        *,
+        max_states: int = 1_000_000,
+        exact: bool = True,
+        max_horizon: int = MAX_HORIZON,
+        grid_size: int = GRID_SIZE,
+        prior_mode: PriorMode = "tables",
+        prior_digits: int = 4,
+        cache_dir: str | os.PathLike | None = None,
+    ) -> None:
+        super().__init__()
+        if prior_mode not in ("tables", "interpolate"):
+            raise ValueError(f"prior_mode must be 'tables' or 'interpolate', got {prior_mode!r}")
+        self.max_states = int(max_states)
+        self.exact = bool(exact)
+        self.max_horizon = int(max_horizon)
+        self.grid_size = int(grid_size)
+        self.prior_mode: PriorMode = prior_mode
+        self.prior_digits = int(prior_digits)
+        self.cache_dir = cache_dir
+        self._tables: dict[tuple[tuple[float, ...], tuple[float, ...]], _Tables] = {}
+        self._seq: dict[str, Any] | None = None
+
+    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
+        """Take the params and load (or build) the tables of their priors."""
+        super().reset(params, seed=seed)
+        self._tables = {}
+        self._seq = None
+        a, b = prior_arrays(params)
+        self._param_priors = (a, b)
+        self._tables_for(a, b)
+
+    # --- tables ---------------------------------------------------------------------------
+    def _spec(self, a: float, b: float) -> TableSpec:
+        p = self.params
+        return TableSpec.make(
+            a, b, p.utility, p.cap, max_horizon=self.max_horizon, grid_size=self.grid_size
+        )
+
+    def _tables_for(self, a: NDArray[np.float64], b: NDArray[np.float64]) -> _Tables:
+        key = (tuple(a.tolist()), tuple(b.tolist()))
+        found = self._tables.get(key)
+        if found is None:
+            pairs = list(zip(a.tolist(), b.tolist(), strict=True))
+            uniq = sorted(set(pairs))
+            where = {pr: k for k, pr in enumerate(uniq)}
+            tid = np.array([where[pr] for pr in pairs], dtype=np.int64)
+            found = _Tables([self._spec(x, y) for x, y in uniq], tid, self.cache_dir)
+            if len(self._tables) > 64:
+                self._tables.clear()
+            self._tables[key] = found
+        return found
+
+    def _round_priors(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        digits = self.prior_digits - 1 - np.floor(np.log10(np.abs(x)))
+        scale = 10.0**digits
+        return np.asarray(np.round(x * scale) / scale, dtype=np.float64)
+
+    def tables_for_obs(self, b: Beliefs) -> _Tables:
+        """The tables of the observation's priors (the params' own when they match)."""
+        pa, pb = self._param_priors
+        oa, ob = b.prior_alpha, b.prior_beta
+        if np.allclose(oa, pa, rtol=PRIOR_RTOL, atol=0) and np.allclose(
+            ob, pb, rtol=PRIOR_RTOL, atol=0
+        ):
+            return self._tables_for(pa, pb)
+        return self._tables_for(self._round_priors(oa), self._round_priors(ob))
+
+    # --- decisions ------------------------------------------------------------------------
+    def indices(self, obs: Obs) -> NDArray[np.float64]:
+        """λ*(s_i, f_i) of every question (−inf for questions at their cap)."""
+        b = self.beliefs(obs)
+        t = self.tables_for_obs(b)
+        idx = t.lookup(b.successes, b.failures, t.tid)
+        return np.where(b.capacity > 0, idx, -np.inf)
+
+    def allocate(self, obs: Obs) -> NDArray[np.int64]:
+        """The next rollouts to the highest indices."""
+        if self.params.round_size == 1:
+            counts = np.zeros(self.params.num_questions, dtype=np.int64)
+            counts[self._next_question(obs)] = 1
+            return counts
+        b = self.beliefs(obs)
+        t = self.tables_for_obs(b)
+        B = b.rollouts.size
+        counts = np.zeros(B, dtype=np.int64)
+        if b.round_size == 1:
+            idx = t.lookup(b.successes, b.failures, t.tid)
+            idx = np.where(b.capacity > 0, idx, -np.inf)
+            counts[int(np.argmax(idx))] = 1
+            return counts
+        return self._round(b, t)
+
+    def act(self, obs: Obs) -> int | NDArray[np.float32]:
+        """As ``BaseAllocator.act``, without building counts in sequential mode."""
+        if self.params.round_size == 1:
+            return self._next_question(obs)
+        return super().act(obs)
+
+    def _next_question(self, obs: Obs) -> int:
+        """Sequential decisions: argmax of the indices, updated only where the observation moved.
+
+        The cached indices are a function of the observation alone (recomputed wherever alpha or
+        beta differ from the cached ones, and from scratch when many do or a prior changed), so
+        the cache never changes a decision.
+        """
+        a32, b32 = obs["alpha"], obs["beta"]
+        c = self._seq
+        if c is not None and a32.shape == c["alpha"].shape:
+            moved = np.flatnonzero((a32 != c["alpha"]) | (b32 != c["beta"]))
+            if moved.size == 1:  # the usual case: last step's question, in scalar arithmetic
+                i = int(moved[0])
+                s_i = round(float(obs["successes"][i]))
+                n_i = round(float(obs["rollouts"][i]))
+                pa_i = float(a32[i]) - s_i
+                pb_i = float(b32[i]) - (n_i - s_i)
+                ca, cb = c["prior_a"][i], c["prior_b"][i]
+                if abs(pa_i - ca) <= PRIOR_RTOL * ca and abs(pb_i - cb) <= PRIOR_RTOL * cb:
+                    tables: _Tables = c["tables"]
+                    idx = c["idx"]
+                    if n_i >= self.params.cap:
+                        idx[i] = -np.inf
+                    else:
+                        tid = tables.tid[i : i + 1]
+                        s_arr = np.array([s_i])
+                        idx[i] = tables.lookup(s_arr, np.array([n_i - s_i]), tid)[0]
+                    c["alpha"][i], c["beta"][i] = a32[i], b32[i]
+                    return int(np.argmax(idx))
+            elif moved.size == 0:
+                return int(np.argmax(c["idx"]))
+        b = self.beliefs(obs)
+        t = self.tables_for_obs(b)
+        idx = np.where(b.capacity > 0, t.lookup(b.successes, b.failures, t.tid), -np.inf)
+        self._seq = {
+            "alpha": a32.copy(),
+            "beta": b32.copy(),
+            "prior_a": b.prior_alpha,
+            "prior_b": b.prior_beta,
+            "tables": t,
+            "idx": idx,
+        }
+        return int(np.argmax(idx))
+
+    def _round(self, b: Beliefs, t: _Tables) -> NDArray[np.int64]:
+        R = b.round_size
+        B = b.rollouts.size
+        M = int(min(R, b.capacity.max(), max(4, -(-4 * R // B))))
+        while True:
+            E = self._expected_indices(b, t, M)  # [B, M]
+            flat = E.ravel()
+            q = np.repeat(np.arange(B), M)
+            order = np.lexsort((q, -flat))[:R]  # largest first, ties to the lower index
+            counts = np.bincount(q[order], minlength=B).astype(np.int64)
+            full = (counts >= M) & (b.capacity > M)
+            if not full.any() or M >= min(R, int(b.capacity.max())):
+                return counts
+            M = min(2 * M, R, int(b.capacity.max()))
+
+    def _expected_indices(self, b: Beliefs, t: _Tables, M: int) -> NDArray[np.float64]:
+        """e_i(m) for m = 0..M−1, made non-increasing in m; −inf past a question's capacity."""
+        B = b.rollouts.size
+        m = np.arange(M)  # [M]
+        k = np.arange(M)  # [K=M]
+        mm = m[None, :, None]  # [1, M, 1]
+        kk = k[None, None, :]  # [1, 1, K]
+        valid = kk <= mm  # [1, M, K]
+        s = b.successes[:, None, None]  # [B, 1, 1]
+        f = b.failures[:, None, None]  # [B, 1, 1]
+        w = np.exp(
+            beta_binomial_logpmf(
+                np.minimum(kk, mm), mm, b.alpha[:, None, None], b.beta[:, None, None]
+            )
+        )  # [B, M, K]
+        w = np.where(valid, w, 0.0)
+        ss = s + np.minimum(kk, mm)  # [B, M, K]
+        ff = f + np.maximum(mm - kk, 0)  # [B, M, K]
+        tid = np.broadcast_to(t.tid[:, None, None], ss.shape)
+        cap_ok = (mm < b.capacity[:, None, None]) & valid
+        idx = np.where(cap_ok, t.lookup(ss, ff, tid), 0.0)  # [B, M, K]
+        E = np.sum(w * idx, axis=-1)  # [B, M]
+        E = np.where(m[None, :] < b.capacity[:, None], E, -np.inf)
+        return np.minimum.accumulate(E, axis=1)
