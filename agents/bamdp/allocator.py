@@ -228,13 +228,12 @@ class BAMDPAllocator(BaseAllocator):
             order = np.lexsort((q, -flat))[:R]  # largest first, ties to the lower index
             counts = np.bincount(q[order], minlength=B).astype(np.int64)
             full = (counts >= M) & (b.capacity > M)
-            if not full.any() or M >= min(R, int(b.capacity.max())):
+            if not full.any() or min(R, int(b.capacity.max())) <= M:
                 return counts
             M = min(2 * M, R, int(b.capacity.max()))
 
     def _expected_indices(self, b: Beliefs, t: _Tables, M: int) -> NDArray[np.float64]:
         """e_i(m) for m = 0..M−1, made non-increasing in m; −inf past a question's capacity."""
-        B = b.rollouts.size
         m = np.arange(M)  # [M]
         k = np.arange(M)  # [K=M]
         mm = m[None, :, None]  # [1, M, 1]

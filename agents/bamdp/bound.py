@@ -62,7 +62,8 @@ def upper_bound(params: AllocationParams, *, max_horizon: int = MAX_HORIZON) -> 
         return v
 
     res = minimize_scalar(
-        g, bounds=(-1.01 * delta, 1.01 * delta), method="bounded", options={"xatol": 1e-9 * delta}
+        g, bounds=(-1.01 * delta, 1.01 * delta), method="bounded", options={"xatol": 1e-12 * delta}
     )
+    g(0.0)  # where monotone utilities with a tight budget often have the kink
     best = min([*seen, float(res.fun)])
     return best if math.isfinite(best) else math.inf
