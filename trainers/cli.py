@@ -23,6 +23,12 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, str]] = {
         "main",
         "benchmark allocators on the simulated environments",
     ),
+    "solve": (
+        "agents.bamdp.solve",
+        "SolveConfig",
+        "main",
+        "build and cache bamdp index tables, print a summary, draw the policy",
+    ),
 }
 
 

@@ -52,18 +52,26 @@ def dual_value(params: AllocationParams, lam: float, *, max_horizon: int = MAX_H
 
 def upper_bound(params: AllocationParams, *, max_horizon: int = MAX_HORIZON) -> float:
     """The certified bound min over λ of Σ_i V_i(λ) + λ·N' (see the module docstring)."""
+    return dual_minimum(params, max_horizon=max_horizon)[1]
+
+
+def dual_minimum(
+    params: AllocationParams, *, max_horizon: int = MAX_HORIZON
+) -> tuple[float, float]:
+    """(λ̂, bound): the price where the dual is smallest, and the bound there."""
     lo, hi = utility_range(get_utility(params.utility), params.cap)
     delta = max(hi - lo, 1e-12)
-    seen: list[float] = []
+    seen: list[tuple[float, float]] = []
 
     def g(lam: float) -> float:
         v = dual_value(params, lam, max_horizon=max_horizon)
-        seen.append(v)
+        seen.append((v, lam))
         return v
 
     res = minimize_scalar(
         g, bounds=(-1.01 * delta, 1.01 * delta), method="bounded", options={"xatol": 1e-12 * delta}
     )
     g(0.0)  # where monotone utilities with a tight budget often have the kink
-    best = min([*seen, float(res.fun)])
-    return best if math.isfinite(best) else math.inf
+    g(float(res.x))
+    best, lam = min(seen)
+    return float(lam), (best if math.isfinite(best) else math.inf)

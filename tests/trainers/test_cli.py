@@ -83,3 +83,35 @@ def test_adaroll_env_imports_neither_agents_nor_trainers():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_solve_builds_caches_and_plots(tmp_path, capsys):
+    args = [
+        "solve",
+        "--prior",
+        "0.5,0.5",
+        "--max-group",
+        "24",
+        "--num-questions",
+        "8",
+        "--group-size",
+        "4",
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--out",
+        str(tmp_path / "p.png"),
+    ]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "built" in out and "certified bound" in out
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    assert list((tmp_path / "c" / "tables").glob("*.npz"))
+    assert cli.main(args) == 0
+    assert "loaded" in capsys.readouterr().out
+
+
+def test_solve_bad_prior(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["solve", "--prior", "0.5", "--out", ""])
+    assert exc.value.code == 2
+    assert "'a,b'" in capsys.readouterr().err
