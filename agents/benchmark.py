@@ -28,8 +28,8 @@ import numpy as np
 from scipy import stats
 
 import adaroll_env
-from adaroll_env.model import AllocationParams
-from adaroll_env.priors import resolve_difficulty
+from adaroll_env.model import AllocationParams, prior_arrays
+from adaroll_env.priors import BetaMixture, resolve_difficulty
 from adaroll_env.utilities import get_utility
 from agents.exact import exact_value
 from agents.registry import list_allocators, make_allocator
@@ -286,6 +286,24 @@ def mean_ci(x: Sequence[float], level: float = 0.95) -> tuple[float, float]:
     return float(arr.mean()), float(stats.t.ppf(0.5 + level / 2, n - 1)) * sem
 
 
+def bayes_bound(cfg: BenchConfig, setting: Setting) -> float | None:
+    """The certified bound of a Beta Bayes setting (true pass rates drawn from the belief
+    prior, a single Beta), or None in any other setting."""
+    from agents.bamdp.bound import upper_bound
+
+    d = resolve_difficulty(setting.difficulty)
+    if not isinstance(d, BetaMixture) or len(d.components) != 1:
+        return None
+    _, a, b = d.components[0]
+    env = make_env(setting.env, env_kwargs(cfg, setting))
+    params = env.unwrapped.params  # type: ignore[attr-defined]
+    env.close()
+    pa, pb = prior_arrays(params)
+    if not (np.allclose(pa, a, rtol=1e-9) and np.allclose(pb, b, rtol=1e-9)):
+        return None
+    return upper_bound(params)
+
+
 def summarise(
     results: dict[tuple[Setting, str], list[dict[str, Any]]],
     cfg: BenchConfig,
@@ -296,6 +314,7 @@ def summarise(
     exact = exact or {}
     rows = []
     for setting in settings(cfg):
+        bound = bayes_bound(cfg, setting)
         base = {r["episode"]: r["utility"] for r in results[(setting, "uniform")]}
         for spec in cfg.allocator_list:
             recs = sorted(results[(setting, spec)], key=lambda r: r["episode"])
@@ -322,6 +341,9 @@ def summarise(
                     "ms_per_batch": 1e3 * float(np.mean([r["decision_seconds"] for r in recs])),
                     "episodes_per_s": len(recs) / sum(r["episode_seconds"] for r in recs),
                     "exact_value": exact.get((setting, spec)),
+                    "bound": bound,
+                    "gap_pct": math.nan if bound is None else 100.0 * (bound - mean) / bound,
+                    "gap_ci_pct": math.nan if bound is None else 100.0 * ci / bound,
                     "rollouts_by_mean": [
                         float(x) / max(1.0, float(y))
                         for x, y in zip(
@@ -335,7 +357,7 @@ def summarise(
     return rows
 
 
-def _cells(r: dict[str, Any], with_exact: bool) -> list[str]:
+def _cells(r: dict[str, Any], with_exact: bool, with_gap: bool = False) -> list[str]:
     is_base = r["allocator"] == "uniform"
     cells = [
         r["allocator"] + (" (ref)" if r["reference_only"] else ""),
@@ -347,6 +369,8 @@ def _cells(r: dict[str, Any], with_exact: bool) -> list[str]:
     ]
     if with_exact:
         cells.append("n/a" if r["exact_value"] is None else f"{r['exact_value']:.4f}")
+    if with_gap:
+        cells.append(f"{r['gap_pct']:.2f}% ± {r['gap_ci_pct']:.2f}%")
     return cells
 
 
@@ -369,12 +393,20 @@ def format_tables(rows: list[dict[str, Any]], cfg: BenchConfig) -> list[Any]:
     for key in dict.fromkeys(r["setting"] for r in rows):
         sub = [r for r in rows if r["setting"] == key]
         with_exact = any(r["exact_value"] is not None for r in sub)
+        with_gap = any(r["bound"] is not None for r in sub)
         about = f"B={cfg.num_questions}, {cfg.episodes} paired episodes, seed {cfg.seed}"
+        if with_gap:
+            about += f"; certified bound {sub[0]['bound']:.3f}"
         table = Table(title=f"{key}  ({about})", title_justify="left")
-        for i, head in enumerate([*_HEADERS, *(["exact value"] if with_exact else [])]):
+        heads = [
+            *_HEADERS,
+            *(["exact value"] if with_exact else []),
+            *(["gap to bound ± CI"] if with_gap else []),
+        ]
+        for i, head in enumerate(heads):
             table.add_column(head, justify="left" if i == 0 else "right")
         for r in sub:
-            table.add_row(*_cells(r, with_exact))
+            table.add_row(*_cells(r, with_exact, with_gap))
         tables.append(table)
     return tables
 
@@ -382,10 +414,18 @@ def format_tables(rows: list[dict[str, Any]], cfg: BenchConfig) -> list[Any]:
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The summary as a Markdown table (for READMEs and papers)."""
     with_exact = any(r["exact_value"] is not None for r in rows)
-    heads = ["setting", *_HEADERS, *(["exact value"] if with_exact else [])]
+    with_gap = any(r["bound"] is not None for r in rows)
+    heads = [
+        "setting",
+        *_HEADERS,
+        *(["exact value"] if with_exact else []),
+        *(["gap to bound ± CI"] if with_gap else []),
+    ]
     lines = ["| " + " | ".join(heads) + " |", "|---|---|" + "---:|" * (len(heads) - 2)]
     for r in rows:
-        lines.append("| " + " | ".join([r["setting"], *_cells(r, with_exact)]) + " |")
+        gap = with_gap and r["bound"] is not None
+        cells = _cells(r, with_exact, gap) + ([] if gap or not with_gap else ["—"])
+        lines.append("| " + " | ".join([r["setting"], *cells]) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -21,32 +21,42 @@ PRIOR_RTOL = 1e-5
 
 
 class _Tables:
-    """Index tables of one set of per-question priors, stacked for vectorised lookups."""
+    """Index tables for one set of per-question priors, stacked for vectorised lookups.
 
-    def __init__(self, specs: list[TableSpec], tid: NDArray[np.int64], cache_dir: Any) -> None:
+    Question i's index is Σ_c w[i, c]·λ*_{tid[i, c]}(s, f): one table with weight 1 (a table per
+    distinct prior), or the four corners of its grid cell with bilinear weights (interpolation).
+    """
+
+    def __init__(
+        self,
+        specs: list[TableSpec],
+        tid: NDArray[np.int64],
+        w: NDArray[np.float64],
+        cache_dir: Any,
+    ) -> None:
         tables = [get_table(s, directory=cache_dir) for s in specs]
-        H = max(t.spec.horizon for t in tables)
-        stack = np.full((len(tables), H + 1, H + 1), np.nan)
-        for k, t in enumerate(tables):
-            h = t.spec.horizon
-            stack[k, : h + 1, : h + 1] = t.index
-        self.stack = stack  # [T, H+1, H+1]
-        self.horizon = np.array([t.spec.horizon for t in tables])  # [T]
-        self.tid = tid  # [B] table of each question
-        self.single = len(tables) == 1
+        H = tables[0].spec.horizon  # one cap and max_horizon per allocator: one horizon
+        self.stack = np.stack([t.index for t in tables])  # [T, H+1, H+1]
+        self.horizon = H
+        self.tid = tid  # [B, C]
+        self.w = w  # [B, C]
 
     def lookup(
-        self, s: NDArray[np.int64], f: NDArray[np.int64], tid: NDArray[np.int64]
+        self, s: NDArray[np.int64], f: NDArray[np.int64], q: NDArray[np.int64]
     ) -> NDArray[np.float64]:
-        """λ*(s, f) per entry (past a table's horizon: the same success fraction at the horizon)."""
-        H = self.horizon[tid]
+        """λ*(s, f) of questions ``q`` (past the horizon: the same success fraction there)."""
+        H = self.horizon
         n = s + f
         over = n > H
         if np.any(over):
             ss = np.where(over, np.rint(s * H / np.maximum(n, 1)).astype(np.int64), s)
             f = np.where(over, H - ss, f)
             s = ss
-        return self.stack[tid, s, f]
+        tid, w = self.tid[q], self.w[q]  # [..., C]
+        if tid.shape[-1] == 1:
+            return self.stack[tid[..., 0], s, f]
+        vals = self.stack[tid, s[..., None], f[..., None]]  # [..., C]
+        return np.asarray(np.sum(np.where(w > 0, w * vals, 0.0), axis=-1), dtype=np.float64)
 
 
 class BAMDPAllocator(BaseAllocator):
@@ -82,6 +92,7 @@ class BAMDPAllocator(BaseAllocator):
         grid_size: int = GRID_SIZE,
         prior_mode: PriorMode = "tables",
         prior_digits: int = 4,
+        grid_per_decade: int = 8,
         cache_dir: str | os.PathLike | None = None,
     ) -> None:
         super().__init__()
@@ -94,6 +105,7 @@ class BAMDPAllocator(BaseAllocator):
         self.prior_mode: PriorMode = prior_mode
         self.prior_digits = int(prior_digits)
         self.cache_dir = cache_dir
+        self.grid_per_decade = int(grid_per_decade)
         self._tables: dict[tuple[tuple[float, ...], tuple[float, ...]], _Tables] = {}
         self._seq: dict[str, Any] | None = None
 
@@ -113,15 +125,22 @@ class BAMDPAllocator(BaseAllocator):
             a, b, p.utility, p.cap, max_horizon=self.max_horizon, grid_size=self.grid_size
         )
 
-    def _tables_for(self, a: NDArray[np.float64], b: NDArray[np.float64]) -> _Tables:
-        key = (tuple(a.tolist()), tuple(b.tolist()))
+    def _tables_for(
+        self, a: NDArray[np.float64], b: NDArray[np.float64], *, interpolate: bool = False
+    ) -> _Tables:
+        key = (tuple(a.tolist()), tuple(b.tolist()), interpolate)
         found = self._tables.get(key)
         if found is None:
-            pairs = list(zip(a.tolist(), b.tolist(), strict=True))
+            if interpolate:
+                corners, w = _grid_corners(a, b, self.grid_per_decade)  # [B, 4, 2], [B, 4]
+                pairs = [tuple(c) for c in corners.reshape(-1, 2).tolist()]
+            else:
+                pairs = list(zip(a.tolist(), b.tolist(), strict=True))
+                w = np.ones((a.size, 1))
             uniq = sorted(set(pairs))
             where = {pr: k for k, pr in enumerate(uniq)}
-            tid = np.array([where[pr] for pr in pairs], dtype=np.int64)
-            found = _Tables([self._spec(x, y) for x, y in uniq], tid, self.cache_dir)
+            tid = np.array([where[pr] for pr in pairs], dtype=np.int64).reshape(w.shape)
+            found = _Tables([self._spec(x, y) for x, y in uniq], tid, w, self.cache_dir)
             if len(self._tables) > 64:
                 self._tables.clear()
             self._tables[key] = found
@@ -133,21 +152,23 @@ class BAMDPAllocator(BaseAllocator):
         return np.asarray(np.round(x * scale) / scale, dtype=np.float64)
 
     def tables_for_obs(self, b: Beliefs) -> _Tables:
-        """The tables of the observation's priors (the params' own when they match)."""
+        """The tables of the observation's priors: the params' own when they match, else one
+        per distinct (rounded) prior or the interpolation grid's, by ``prior_mode``."""
         pa, pb = self._param_priors
         oa, ob = b.prior_alpha, b.prior_beta
-        if np.allclose(oa, pa, rtol=PRIOR_RTOL, atol=0) and np.allclose(
-            ob, pb, rtol=PRIOR_RTOL, atol=0
-        ):
+        if (np.abs(oa - pa) <= PRIOR_RTOL * pa).all() and (
+            np.abs(ob - pb) <= PRIOR_RTOL * pb
+        ).all():
             return self._tables_for(pa, pb)
-        return self._tables_for(self._round_priors(oa), self._round_priors(ob))
+        ra, rb = self._round_priors(oa), self._round_priors(ob)
+        return self._tables_for(ra, rb, interpolate=self.prior_mode == "interpolate")
 
     # --- decisions ------------------------------------------------------------------------
     def indices(self, obs: Obs) -> NDArray[np.float64]:
         """λ*(s_i, f_i) of every question (−inf for questions at their cap)."""
         b = self.beliefs(obs)
         t = self.tables_for_obs(b)
-        idx = t.lookup(b.successes, b.failures, t.tid)
+        idx = t.lookup(b.successes, b.failures, np.arange(b.rollouts.size))
         return np.where(b.capacity > 0, idx, -np.inf)
 
     def allocate(self, obs: Obs) -> NDArray[np.int64]:
@@ -197,16 +218,16 @@ class BAMDPAllocator(BaseAllocator):
                     if n_i >= self.params.cap:
                         idx[i] = -np.inf
                     else:
-                        tid = tables.tid[i : i + 1]
-                        s_arr = np.array([s_i])
-                        idx[i] = tables.lookup(s_arr, np.array([n_i - s_i]), tid)[0]
+                        q = np.array([i])
+                        idx[i] = tables.lookup(np.array([s_i]), np.array([n_i - s_i]), q)[0]
                     c["alpha"][i], c["beta"][i] = a32[i], b32[i]
                     return int(np.argmax(idx))
             elif moved.size == 0:
                 return int(np.argmax(c["idx"]))
         b = self.beliefs(obs)
         t = self.tables_for_obs(b)
-        idx = np.where(b.capacity > 0, t.lookup(b.successes, b.failures, t.tid), -np.inf)
+        q = np.arange(b.rollouts.size)
+        idx = np.where(b.capacity > 0, t.lookup(b.successes, b.failures, q), -np.inf)
         self._seq = {
             "alpha": a32.copy(),
             "beta": b32.copy(),
@@ -249,9 +270,25 @@ class BAMDPAllocator(BaseAllocator):
         w = np.where(valid, w, 0.0)
         ss = s + np.minimum(kk, mm)  # [B, M, K]
         ff = f + np.maximum(mm - kk, 0)  # [B, M, K]
-        tid = np.broadcast_to(t.tid[:, None, None], ss.shape)
+        q = np.broadcast_to(np.arange(b.rollouts.size)[:, None, None], ss.shape)
         cap_ok = (mm < b.capacity[:, None, None]) & valid
-        idx = np.where(cap_ok, t.lookup(ss, ff, tid), 0.0)  # [B, M, K]
+        idx = np.where(cap_ok, t.lookup(ss, ff, q), 0.0)  # [B, M, K]
         E = np.sum(w * idx, axis=-1)  # [B, M]
         E = np.where(m[None, :] < b.capacity[:, None], E, -np.inf)
         return np.minimum.accumulate(E, axis=1)
+
+
+def _grid_corners(
+    a: NDArray[np.float64], b: NDArray[np.float64], per_decade: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The four grid priors around each (a, b) on a log grid, and bilinear weights in log space."""
+    la, lb = np.log10(a) * per_decade, np.log10(b) * per_decade
+    a0, b0 = np.floor(la), np.floor(lb)
+    wa, wb = la - a0, lb - b0  # in [0, 1)
+    A = 10.0 ** (np.stack([a0, a0, a0 + 1, a0 + 1], axis=1) / per_decade)  # [B, 4]
+    Bv = 10.0 ** (np.stack([b0, b0 + 1, b0, b0 + 1], axis=1) / per_decade)  # [B, 4]
+    w = np.stack([(1 - wa) * (1 - wb), (1 - wa) * wb, wa * (1 - wb), wa * wb], axis=1)
+    # Grid values rounded so equal corners of neighbouring questions share one table.
+    A = np.round(A, 12)
+    Bv = np.round(Bv, 12)
+    return np.stack([A, Bv], axis=-1), w

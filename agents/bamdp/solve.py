@@ -75,7 +75,6 @@ def plot_policy(table: IndexTable, lam: float | None, path: Path, title: str) ->
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     from matplotlib.colors import SymLogNorm
 
     full = table.index
@@ -163,7 +162,8 @@ def main(cfg: SolveConfig) -> dict[str, Any]:
     rows.add_row("index at (0, 0)", f"{summary['index_at_start']:.6g}")
     rows.add_row(
         f"batch B={cfg.num_questions}, G={cfg.group_size}",
-        f"price λ̂ = {lam:.6g}; certified bound {bound:.4f} ({bound / cfg.num_questions:.4f} per question)",
+        f"price λ̂ = {lam:.6g}; certified bound {bound:.4f} "
+        f"({bound / cfg.num_questions:.4f} per question)",
     )
     console = Console() if Console().is_terminal else Console(width=120)
     console.print(rows)
@@ -173,7 +173,8 @@ def main(cfg: SolveConfig) -> dict[str, Any]:
             table,
             lam,
             out,
-            f"Beta({a:.3g}, {b:.3g}), {cfg.utility}, cap {spec.cap}; batch B={cfg.num_questions}, G={cfg.group_size}",
+            f"Beta({a:.3g}, {b:.3g}), {cfg.utility}, cap {spec.cap}; "
+            f"batch B={cfg.num_questions}, G={cfg.group_size}",
         )
         console.print(f"policy plot: {out}")
     summary["cache_dir"] = str(cache_dir(directory))
