@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,6 +202,9 @@ def load_pass_rates(path: str | os.PathLike) -> EmpiricalPassRates:
     return EmpiricalPassRates(tuple(float(v) for v in values), name=p.name)
 
 
+_BETA_TEXT = re.compile(r"(?i)beta\(\s*([0-9.eE+-]+)\s*,\s*([0-9.eE+-]+)\s*\)")
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
@@ -208,8 +212,8 @@ def _is_number(x: Any) -> bool:
 def resolve_difficulty(spec: DifficultySpec) -> Difficulty:
     """Turn a difficulty spec into a ``BetaMixture`` or ``EmpiricalPassRates``.
 
-    Accepted: a profile name; a path to a pass-rate file (``.txt``, ``.csv``, ``.json``); a pair
-    ``(a, b)`` for Beta(a, b); a sequence of ``(weight, a, b)`` triples for a mixture; a 1-D numpy
+    Accepted: a profile name; ``"beta(a, b)"`` (text, for command lines); a path to a pass-rate
+    file (``.txt``, ``.csv``, ``.json``); a pair ``(a, b)`` for Beta(a, b); a sequence of ``(weight, a, b)`` triples for a mixture; a 1-D numpy
     array of empirical pass rates; or an already built difficulty.
     """
     if isinstance(spec, (BetaMixture, EmpiricalPassRates)):
@@ -218,6 +222,9 @@ def resolve_difficulty(spec: DifficultySpec) -> Difficulty:
         name = os.fspath(spec)
         if name in PROFILES:
             return PROFILES[name]
+        beta = _BETA_TEXT.fullmatch(name.strip())
+        if beta:
+            return BetaMixture(((1.0, float(beta.group(1)), float(beta.group(2))),), name=name)
         if Path(name).suffix.lower() in (".txt", ".csv", ".json") or Path(name).is_file():
             return load_pass_rates(name)
         raise unknown_name(

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import platform
+import re
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -42,7 +43,8 @@ MEAN_BINS = 10
 
 
 def _split(text: str) -> list[str]:
-    return [t.strip() for t in str(text).split(",") if t.strip()]
+    """Split a comma-separated list, keeping commas inside parentheses: "rlvr,beta(1,2)"."""
+    return [t.strip() for t in re.split(r",(?![^(]*\))", str(text)) if t.strip()]
 
 
 @dataclass

@@ -75,10 +75,14 @@ class BAMDPAllocator(BaseAllocator):
     **Exact policy.** Where the joint belief state space is small enough (``max_states``), the
     allocator solves the BAMDP exactly by backward induction and plays the optimal action.
 
-    **Priors from history.** Per-question priors come from the observation (alpha − successes).
-    ``prior_mode="tables"`` builds (or loads) one table per distinct prior, rounded to
-    ``prior_digits`` significant digits; ``"interpolate"`` builds tables on a log-spaced grid of
-    (α, β) and interpolates indices bilinearly in (log α, log β).
+    **Priors from history.** Per-question priors come from the observation (alpha − successes);
+    when they are the params' priors the params' own tables serve. Otherwise
+    ``prior_mode="interpolate"`` (default) interpolates indices bilinearly in (log α, log β)
+    between tables on a log grid (``grid_per_decade`` points a decade, built once and cached),
+    and ``"tables"`` builds one table per distinct prior (rounded to ``prior_digits`` significant
+    digits). ``scripts/bench_bamdp.py`` measured both on priors from a belief store: the same
+    utility within the CI and 94 % of rollouts placed alike, with interpolation three times
+    faster on cold caches (and no new tables once its grid is built); hence the default.
     """
 
     name = "bamdp"
@@ -90,7 +94,7 @@ class BAMDPAllocator(BaseAllocator):
         exact: bool = True,
         max_horizon: int = MAX_HORIZON,
         grid_size: int = GRID_SIZE,
-        prior_mode: PriorMode = "tables",
+        prior_mode: PriorMode = "interpolate",
         prior_digits: int = 4,
         grid_per_decade: int = 8,
         cache_dir: str | os.PathLike | None = None,

@@ -1,0 +1,682 @@
+"""Allocators from the rollout-allocation literature: VIP, Knapsack RL, Reinforce-Ada,
+Pilot-Commit and GRESO (formulas and defaults: reference/allocation-literature.md §2).
+
+Each allocator follows its paper's rule and says in its docstring where the rule had to be adapted
+to the adaroll episode (a fixed budget ``N`` spent exactly, decisions of one rollout or one round
+of ``R``, Beta beliefs in the observation). None of them reads ``params.utility``: each optimises
+its paper's own objective, whatever utility the env pays.
+
+Memory rule (DESIGN §4): every decision is recomputed from the observation alone. ``vip`` and
+``knapsack`` plan final group sizes from the current posterior means and hand the decision's
+rollouts toward that plan with ``agents.planning.deficit_split``; ``reinforce_ada`` and
+``pilot_commit`` read their phase (round, pilot, band) from the counts; ``greso`` draws its skip
+coins from generators seeded by the reset seed and the question, so the draws agree across the
+decisions of an episode without being stored.
+
+The planners are pure functions (``vip_plan``, ``knapsack_plan``, ``level_fill``,
+``greso_skip_probability``) so tests and benchmarks can call them directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from numpy.typing import ArrayLike, NDArray
+
+from adaroll_env.model import AllocationParams, split_round
+from agents.base import BaseAllocator, Beliefs, Obs
+from agents.planning import deficit_split
+
+__all__ = [
+    "GresoAllocator",
+    "KnapsackAllocator",
+    "PilotCommitAllocator",
+    "ReinforceAdaAllocator",
+    "VIPAllocator",
+    "greso_skip_probability",
+    "knapsack_plan",
+    "knapsack_values",
+    "level_fill",
+    "vip_objective",
+    "vip_plan",
+]
+
+
+def _positive_int(name: str, value: int, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _probability(name: str, value: float) -> float:
+    v = float(value)
+    if not 0.0 <= v <= 1.0:
+        raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
+    return v
+
+
+def level_fill(rollouts: ArrayLike, room: ArrayLike, total: int) -> NDArray[np.int64]:
+    """Hand out up to ``total`` rollouts one at a time, each to the question with the fewest
+    rollouts so far (``rollouts`` plus what this call gave) among those with ``room`` left, ties
+    to the lower index. Returns the counts; they sum to min(total, Σ room).
+
+    Computed without a loop: the fill level L is the largest with Σ clip(L − n, 0, room) ≤ total,
+    and what is left goes one each to the questions standing at L, lowest index first.
+    """
+    n = np.asarray(rollouts, dtype=np.int64)
+    r = np.maximum(np.asarray(room, dtype=np.int64), 0)
+    total = int(total)
+    if total <= 0:
+        return np.zeros(n.shape[0], dtype=np.int64)
+    if int(r.sum()) <= total:
+        return r.copy()
+    open_ = r > 0
+    levels = np.arange(int(n[open_].min()), int((n + r)[open_].max()) + 1)  # [L]
+    need = np.clip(levels[:, None] - n[None, :], 0, r[None, :]).sum(axis=1)  # [L]
+    level = int(levels[int(np.searchsorted(need, total, side="right")) - 1])
+    counts = np.clip(level - n, 0, r)
+    rest = total - int(counts.sum())
+    if rest > 0:
+        at_level = np.flatnonzero((n + counts == level) & (counts < r))
+        counts[at_level[:rest]] += 1
+    return counts
+
+
+# --------------------------------------------------------------------------------------------
+# VIP
+
+
+def _vip_f(t: NDArray[np.int64]) -> NDArray[np.float64]:
+    """(t − 1)/t², the GRPO gradient-variance factor of a group of t (0 at t = 0)."""
+    tf = t.astype(np.float64)
+    return np.asarray(np.where(tf > 0, (tf - 1.0) / np.maximum(tf, 1.0) ** 2, 0.0))
+
+
+def vip_objective(p_hat: ArrayLike, sizes: ArrayLike) -> float:
+    """VIP's GRPO objective Σ_i a_i (n_i − 1)/n_i², a_i = p̂_i(1 − p̂_i), p̂ clipped to
+    [1e-6, 1 − 1e-6] as in VIP's code (questions with n_i = 0 add nothing)."""
+    p = np.clip(np.asarray(p_hat, dtype=np.float64), 1e-6, 1.0 - 1e-6)
+    return float(np.sum(p * (1.0 - p) * _vip_f(np.asarray(sizes, dtype=np.int64))))
+
+
+def vip_plan(
+    p_hat: ArrayLike,
+    rollouts: ArrayLike,
+    total: int,
+    cap: int,
+    *,
+    lower: int = 4,
+    upper: int = 32,
+    gamma: float = 0.0,
+) -> NDArray[np.int64]:
+    """VIP's planned final group sizes: minimise Σ a_i (n_i − 1)/n_i² (+ γ·log p̂_i·n_i) over
+    integers with Σ n_i = ``total``, every n_i either 0 or in [lower, upper], never below
+    ``rollouts``.
+
+    Steps:
+      1. ``upper`` is clipped to ``cap`` and ``lower`` to ``upper``; ``lower`` is lowered further
+         only if the questions that already have rollouts cannot all reach it within ``total``.
+      2. The 0-or-≥min rule: questions with rollouts start at max(n_i, lower); fresh questions are
+         opened at ``lower``, largest a_i first (ties to the lower index), while the budget allows
+         — so questions stay at 0 only when the budget cannot give every question ``lower``.
+      3. ``upper`` is raised (up to ``cap``) to the smallest bound at which the opened questions
+         can absorb ``total`` ("clipped to what the budget allows").
+      4. The rest of the budget goes by the greedy on marginal decreases
+         a_i[f(t) − f(t + 1)] − γ·log p̂_i, f(t) = (t − 1)/t², taken as the largest entries of the
+         table of all admissible marginals (ties to the lower index, then the lower count). f is
+         convex for t ≥ 3, so each row of marginals is non-increasing and this greedy is the exact
+         integer optimum under the bounds whenever lower ≥ 3 (the default 4); below 3 it is VIP's
+         greedy heuristic.
+      5. Whatever caps still leave unplanned is spread evenly over the questions with room.
+    """
+    p = np.clip(np.asarray(p_hat, dtype=np.float64), 1e-6, 1.0 - 1e-6)
+    a = p * (1.0 - p)
+    n = np.asarray(rollouts, dtype=np.int64)
+    B = n.shape[0]
+    total, cap = int(total), int(cap)
+    hi = max(1, min(int(upper), cap))
+    lo = max(1, min(int(lower), hi))
+    started = n > 0
+    while lo > 1 and int(np.maximum(n[started], lo).sum()) > total:
+        lo -= 1
+    base = np.where(started, np.maximum(n, lo), 0)
+    fresh = np.flatnonzero(~started)
+    n_open = min(fresh.size, max(0, total - int(base.sum())) // lo)
+    if n_open > 0:
+        base[fresh[np.argsort(-a[fresh], kind="stable")[:n_open]]] = lo
+    opened = base > 0
+
+    def mass(u: int) -> int:
+        return int(np.where(opened, np.maximum(base, u), 0).sum())
+
+    if mass(hi) < total:
+        lo_u, hi_u = hi + 1, cap
+        while lo_u < hi_u:
+            mid = (lo_u + hi_u) // 2
+            if mass(mid) >= total:
+                hi_u = mid
+            else:
+                lo_u = mid + 1
+        hi = lo_u
+    ub = np.where(opened, np.maximum(base, hi), 0)
+    plan = base.copy()
+    extra = total - int(base.sum())
+    K = int((ub - base).max()) if B else 0
+    if extra > 0 and K > 0:
+        t = base[:, None] + np.arange(K)[None, :]  # [B, K]
+        gain = a[:, None] * (_vip_f(t) - _vip_f(t + 1)) - float(gamma) * np.log(p)[:, None]
+        gain = np.where(t < ub[:, None], gain, -np.inf)  # [B, K]
+        take = min(extra, int(np.isfinite(gain).sum()))
+        picked = np.argsort(-gain, axis=None, kind="stable")[:take]
+        plan += np.bincount(picked // K, minlength=B)
+    left = total - int(plan.sum())
+    if left > 0:
+        plan += split_round(np.ones(B), left, cap - plan)
+    return plan
+
+
+class VIPAllocator(BaseAllocator):
+    """VIP — Variance-Informed Predictive allocation (Nguyen et al., ICLR 2026,
+    arXiv 2602.01601; code HieuNT91/VIP ``bernoulli_allocation.py``).
+
+    Formula: with a_i = p̂_i(1 − p̂_i), choose final group sizes n_i minimising the GRPO gradient
+    variance Σ_i a_i (n_i − 1)/n_i² subject to Σ n_i = N and n_i ∈ {0} ∪ [lower, upper]
+    (``vip_plan``: greedy on marginal decreases, exact for lower ≥ 3), then hand the decision's
+    rollouts toward the plan by deficit (``agents.planning.deficit_split``).
+
+    Defaults from VIP: ``lower=4``, ``upper=32`` (clipped to the env's cap; raised when the budget
+    could not otherwise be spent), the 0-or-≥4 rule, p̂ clipped to [1e-6, 1 − 1e-6].
+    ``gamma`` is the tilt γ·log p̂_i·n_i found in VIP's code (4e-4 for GRPO) but not in the
+    paper's objective; 0 by default.
+
+    Adaptations: p̂ is the posterior mean from the observation, not VIP's Gaussian-process
+    prediction over prompt embeddings; the plan is recomputed at every decision (so it follows the
+    outcomes seen so far) and never plans a question below the rollouts it already has; VIP's
+    SLSQP + floor + greedy rounding is replaced by the exact integer greedy. When the budget
+    cannot give every question ``lower``, the questions opened are those with the largest a_i
+    (VIP picks them at random when all predictions are equal). Ignores the env's utility.
+    """
+
+    name = "vip"
+
+    def __init__(self, *, lower: int = 4, upper: int = 32, gamma: float = 0.0) -> None:
+        super().__init__()
+        self.lower = _positive_int("lower", lower)
+        self.upper = _positive_int("upper", upper)
+        if self.upper < self.lower:
+            raise ValueError(f"upper ({upper}) must be >= lower ({lower})")
+        self.gamma = float(gamma)
+
+    def plan(self, b: Beliefs) -> NDArray[np.int64]:
+        """Planned final group sizes for the beliefs ``b`` (``vip_plan`` on the posterior means)."""
+        p = self.params
+        return vip_plan(
+            b.mean,
+            b.rollouts,
+            p.total_budget,
+            p.cap,
+            lower=self.lower,
+            upper=self.upper,
+            gamma=self.gamma,
+        )
+
+    def allocate(self, obs: Obs) -> NDArray[np.int64]:
+        """The decision's rollouts toward the VIP plan, by deficit."""
+        b = self.beliefs(obs)
+        return deficit_split(self.plan(b), b)
+
+
+# --------------------------------------------------------------------------------------------
+# Knapsack RL
+
+
+def knapsack_values(p_hat: ArrayLike, sizes: ArrayLike) -> NDArray[np.float64]:
+    """Knapsack-RL value of groups of ``sizes``: (1 − p^n − (1 − p)^n)·p(1 − p)², 0 at n = 0.
+
+    ``p_hat`` [B] broadcasts against ``sizes`` [B] or [B, K].
+    """
+    n = np.asarray(sizes, dtype=np.float64)
+    p = np.asarray(p_hat, dtype=np.float64)
+    if n.ndim == 2:
+        p = p[:, None]
+    nonzero = np.where(n > 0, 1.0 - p**n - (1.0 - p) ** n, 0.0)
+    return np.asarray(nonzero * p * (1.0 - p) ** 2, dtype=np.float64)
+
+
+def _knapsack_dp(vals: NDArray[np.float64], menu: NDArray[np.int64], W: int) -> NDArray[np.int64]:
+    """Exact 0/1-choice knapsack: pick k_i ∈ [0, menu_i] per question, Σ k_i ≤ W, maximising
+    Σ vals[i, k_i]. Ties go to the smaller k_i (so flat values leave budget unplanned)."""
+    B = vals.shape[0]
+    w = np.arange(W + 1)
+    V = np.zeros(W + 1)
+    choice = np.zeros((B, W + 1), dtype=np.int64)
+    for i in range(B):
+        K = int(min(menu[i], W))
+        if K == 0:
+            V = V + vals[i, 0]
+            continue
+        padded = np.concatenate([np.full(K, -np.inf), V])  # [K+W+1]
+        M = sliding_window_view(padded, K + 1)[:, ::-1] + vals[i, : K + 1]  # [W+1, K+1]: V[w−k]+v_k
+        c = np.argmax(M, axis=1)  # first maximum: the smallest k
+        choice[i] = c
+        V = M[w, c]
+    extra = np.zeros(B, dtype=np.int64)
+    rem = W
+    for i in range(B - 1, -1, -1):
+        extra[i] = choice[i, rem]
+        rem -= int(extra[i])
+    return extra
+
+
+def _knapsack_hull_greedy(
+    vals: NDArray[np.float64], menu: NDArray[np.int64], W: int
+) -> tuple[NDArray[np.int64], bool]:
+    """Greedy on the concave hull of each row: the W largest positive hull marginals (ties to
+    the lower index, then the smaller k). Returns the extras and whether they are certified
+    optimal — their true value reaches the hull optimum, an upper bound on the true optimum.
+
+    Each row's hull replaces its first k* increments by the slope max_k (v(k) − v(0))/k from
+    the origin (k* its first argmax) and keeps the true increments after k*. Knapsack values
+    are concave from one rollout on, so this is the concave envelope; k* > 1 only for questions
+    with no rollout yet (a single rollout is never informative, v(1) = v(0) = 0).
+    """
+    B, K1 = vals.shape
+    K = K1 - 1
+    ks = np.arange(1, K1)  # [K]
+    inside = ks[None, :] <= menu[:, None]  # [B, K]
+    gain = np.diff(vals, axis=1)  # [B, K]
+    ratio = np.where(inside, (vals[:, 1:] - vals[:, :1]) / ks[None, :], -np.inf)  # [B, K]
+    kstar = np.argmax(ratio, axis=1) + 1  # [B]
+    slope = ratio[np.arange(B), kstar - 1]  # [B]
+    hull = np.where(ks[None, :] <= kstar[:, None], slope[:, None], gain)  # [B, K]
+    hull = np.where(inside & (hull > 0), hull, -np.inf)
+    take = min(W, int(np.isfinite(hull).sum()))
+    picked = np.argsort(-hull, axis=None, kind="stable")[:take]
+    extra = np.bincount(picked // K, minlength=B).astype(np.int64)
+    bound = float(np.sum(hull.reshape(-1)[picked]))
+    value = float(np.sum(vals[np.arange(B), extra] - vals[:, 0]))
+    return extra, value >= bound - 1e-12 * max(1.0, abs(bound))
+
+
+def knapsack_plan(
+    p_hat: ArrayLike,
+    rollouts: ArrayLike,
+    budget_left: int,
+    cap: int,
+    *,
+    max_size: int = 64,
+    solver: Literal["auto", "dp"] = "auto",
+) -> NDArray[np.int64]:
+    """Knapsack-RL planned final group sizes under the remaining budget.
+
+    Each question is one item whose menu is a final size t ∈ [n_i, min(cap, max_size)] at cost
+    t − n_i and value ``knapsack_values(p̂_i, t)``; the plan maximises the summed value with
+    Σ (t_i − n_i) ≤ ``budget_left``, exactly. Fallback: budget the optimum leaves unspent (values
+    flat in floating point — p̂ at 0 or 1 —, or every menu exhausted) is spread evenly over the
+    questions with room, so the plan always sums to N.
+
+    ``solver="dp"``: the dynamic programme over (question, budget), each step vectorised over
+    budget × menu; O(B × budget × menu). ``solver="auto"`` (default) first solves the concave
+    relaxation greedily (``_knapsack_hull_greedy``); when the greedy plan's true value reaches
+    the relaxation's optimum — always, unless it leaves a fresh question at exactly one rollout —
+    that plan is optimal (the relaxation bounds the true optimum from above), otherwise the DP
+    runs. Both return an optimum; among equal-valued optima they may differ.
+    """
+    p = np.asarray(p_hat, dtype=np.float64)
+    n = np.asarray(rollouts, dtype=np.int64)
+    B = n.shape[0]
+    W = int(budget_left)
+    top = max(0, min(int(max_size), int(cap)))
+    menu = np.clip(top - n, 0, W)  # [B]
+    Kmax = int(menu.max()) if B else 0
+    extra = np.zeros(B, dtype=np.int64)
+    if Kmax > 0 and W > 0:
+        sizes = n[:, None] + np.arange(Kmax + 1)[None, :]  # [B, Kmax+1]
+        vals = knapsack_values(p, sizes)
+        Wd = min(W, int(menu.sum()))
+        certified = False
+        if solver == "auto":
+            extra, certified = _knapsack_hull_greedy(vals, menu, Wd)
+        if not certified:
+            extra = _knapsack_dp(vals, menu, Wd)
+    plan = n + extra
+    left = W - int(extra.sum())
+    if left > 0:
+        plan += split_round(np.ones(B), left, int(cap) - plan)
+    return plan
+
+
+class KnapsackAllocator(BaseAllocator):
+    """Knapsack RL (Li et al., arXiv 2509.25849): rollout budgets as a knapsack.
+
+    Formula: the value of giving question i a final group of n rollouts is
+    P(non-degenerate) × InfoGain = (1 − p̂^n − (1 − p̂)^n) · p̂(1 − p̂)², p̂ the posterior mean;
+    the plan maximises Σ_i value_i(n_i) over final sizes under the remaining budget by an exact
+    knapsack DP (``knapsack_plan``), and the decision's rollouts go toward it by deficit
+    (``agents.planning.deficit_split``).
+
+    Defaults: each question's menu runs from its current count to min(cap, ``max_size``),
+    ``max_size=64`` (the paper reports budgets up to 93 per prompt; raise it for larger G).
+    Fallback (the paper "reallocates spare budget"): budget the knapsack leaves unspent — values
+    flat, or menus exhausted — is spread evenly over the questions with room.
+
+    Adaptations: p̂ is the posterior mean from the observation (the paper uses the previous
+    epoch's empirical pass rate) and the plan is recomputed at every decision. Ignores the env's
+    utility. Cost: the exact DP is O(B × budget × menu); it runs only when the greedy on the
+    concave relaxation cannot certify its plan optimal (see ``knapsack_plan``).
+    """
+
+    name = "knapsack"
+
+    def __init__(self, *, max_size: int = 64) -> None:
+        super().__init__()
+        self.max_size = _positive_int("max_size", max_size)
+
+    def plan(self, b: Beliefs) -> NDArray[np.int64]:
+        """Planned final group sizes for the beliefs ``b``."""
+        return knapsack_plan(
+            b.mean, b.rollouts, b.budget_left, self.params.cap, max_size=self.max_size
+        )
+
+    def allocate(self, obs: Obs) -> NDArray[np.int64]:
+        """The decision's rollouts toward the knapsack plan, by deficit."""
+        b = self.beliefs(obs)
+        return deficit_split(self.plan(b), b)
+
+
+# --------------------------------------------------------------------------------------------
+# Reinforce-Ada
+
+
+def _uniform_target(params: AllocationParams) -> NDArray[np.int64]:
+    B = params.num_questions
+    return split_round(np.ones(B), params.total_budget, np.full(B, params.cap))
+
+
+class ReinforceAdaAllocator(BaseAllocator):
+    """Reinforce-Ada (arXiv 2510.04996; code RLHFlow/Reinforce-Ada): successive elimination.
+
+    Rule: sampling runs in rounds of ``round_k`` rollouts per active question; after each round a
+    question whose group already holds the signal leaves the active set — ``exit="pos"``: at
+    least ``quota`` successes; ``exit="balance"`` (default): at least ``quota`` successes and
+    ``quota`` failures. A question also leaves after ``max_rounds`` rounds or at its cap.
+
+    Defaults from the paper's config: ``round_k=8`` (``round_repeat``), ``max_rounds=4``,
+    ``exit="balance"`` (the better variant in its ablation). ``quota=1``: one success and one
+    failure make the group informative; the paper's balance exit asks n/2 of each for its final
+    group of n = 4, i.e. ``quota=2``.
+
+    Mapping to adaroll, read from the counts alone (no memory): round boundaries are the multiples
+    of ``round_k`` (the env pilot counts toward the first round); a question is active unless it
+    stands at a boundary and meets the exit rule, has finished ``max_rounds`` rounds, or is at its
+    cap. Within a decision an active question takes at most the rest of its current round (its
+    next outcomes are not seen before the round ends). The decision's rollouts go round-robin over
+    the active questions, fewest rollouts first, ties to the lower index (``level_fill``; one
+    rollout per decision in the sequential env). Fallback: rollouts that the active questions
+    cannot take — none active, or their rounds full — go uniformly by deficit toward the even
+    split of N (what ``uniform`` does). With ``round_k`` = G and no pilot the first round spends
+    the whole budget, so the rule equals ``uniform``; ``round_k=1`` checks the exit after every
+    rollout (the sequential variant). Ignores the env's utility.
+    """
+
+    name = "reinforce_ada"
+
+    def __init__(
+        self,
+        *,
+        round_k: int = 8,
+        exit: Literal["pos", "balance"] = "balance",
+        quota: int = 1,
+        max_rounds: int | None = 4,
+    ) -> None:
+        super().__init__()
+        if exit not in ("pos", "balance"):
+            raise ValueError(f"exit must be 'pos' or 'balance', got {exit!r}")
+        self.round_k = _positive_int("round_k", round_k)
+        self.exit = exit
+        self.quota = _positive_int("quota", quota)
+        self.max_rounds = None if max_rounds is None else _positive_int("max_rounds", max_rounds)
+
+    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
+        """Take the params and cache the even split of N used by the fallback."""
+        super().reset(params, seed=seed)
+        self._uniform = _uniform_target(params)
+
+    def active_room(self, b: Beliefs) -> NDArray[np.int64]:
+        """Rollouts each question may take this decision (0 for inactive questions)."""
+        k = self.round_k
+        n = b.rollouts
+        resolved = b.successes >= self.quota
+        if self.exit == "balance":
+            resolved &= b.failures >= self.quota
+        end = (n // k + 1) * k
+        if self.max_rounds is not None:
+            end = np.minimum(end, k * self.max_rounds)
+        room = np.clip(np.minimum(end - n, b.capacity), 0, None)
+        return np.where((n % k == 0) & resolved, 0, room)
+
+    def allocate(self, obs: Obs) -> NDArray[np.int64]:
+        """Round-robin over active questions; the rest uniformly by deficit."""
+        b = self.beliefs(obs)
+        counts = level_fill(b.rollouts, self.active_room(b), b.round_size)
+        rest = b.round_size - int(counts.sum())
+        if rest > 0:
+            deficit = np.maximum(self._uniform - b.rollouts - counts, 0)
+            counts += split_round(deficit, rest, b.capacity - counts)
+        return counts
+
+
+# --------------------------------------------------------------------------------------------
+# Pilot-Commit
+
+
+class PilotCommitAllocator(BaseAllocator):
+    """Pilot-Commit (Kim et al., arXiv 2605.26606; code databricks/pilot-commit).
+
+    Rule: a pilot of ``pilot`` rollouts per question estimates each pass rate; the rest of the
+    budget is committed to the questions whose pilot accuracy s/n lies in the band
+    [``low``, ``high``], evenly among them; questions above the band (too easy) and below it (too
+    hard — deferred to a replay buffer in the paper) get nothing more.
+
+    Defaults from the paper's config: ``pilot=8`` (``exploration.n``), ``low=0.125``
+    (``diversity_threshold_lower``), ``high=0.75`` (1 − ``diversity_threshold_upper``).
+
+    Mapping to adaroll, from the counts alone (no memory):
+      * The pilot used is P = max(env pilot, min(``pilot``, (N − 1) // B, cap)): at most what
+        leaves at least one rollout to commit (the env's own pilot·B < N rule). While some
+        question has fewer than P rollouts, the decision brings questions up to P by deficit
+        (``deficit_split``); a decision that completes the pilot commits its remainder using only
+        the questions whose pilot was already complete.
+      * Commit: the band is read from each question's current s/n. At the first commit decision
+        that is the pilot accuracy; afterwards a committed question's accuracy also counts its
+        commit rollouts, so a question drifting out of the band stops receiving (the observation
+        cannot separate pilot from commit outcomes). "Evenly" is round-robin by fewest rollouts
+        among the band, ties to the lower index (``level_fill``).
+      * Fallback: with no question in the band, or the band's questions at their caps, the rest
+        is spread evenly (fewest rollouts first) over all questions with room.
+
+    With the default ``pilot=8`` and G = 8 the pilot takes 7 per question and only B rollouts are
+    committed; Pilot-Commit's own runs commit most of the budget (e.g. "p32c96"), so pass a
+    smaller ``pilot`` (such as G/4) for that regime. Ignores the env's utility.
+    """
+
+    name = "pilot_commit"
+
+    def __init__(self, *, pilot: int = 8, low: float = 0.125, high: float = 0.75) -> None:
+        super().__init__()
+        self.pilot = _positive_int("pilot", pilot, minimum=0)
+        self.low = _probability("low", low)
+        self.high = _probability("high", high)
+        if self.high < self.low:
+            raise ValueError(f"high ({high}) must be >= low ({low})")
+
+    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
+        """Take the params and fix the pilot size P (a function of the params only)."""
+        super().reset(params, seed=seed)
+        B, N = params.num_questions, params.total_budget
+        self._pilot = max(params.pilot, min(self.pilot, (N - 1) // B, params.cap))
+
+    def allocate(self, obs: Obs) -> NDArray[np.int64]:
+        """Pilot first, then the rest evenly over the questions in the band."""
+        b = self.beliefs(obs)
+        n, R = b.rollouts, b.round_size
+        P = self._pilot
+        need = np.maximum(P - n, 0)
+        if int(need.sum()) >= R:
+            return deficit_split(n + need, b)
+        counts = need.copy()
+        acc = b.successes / np.maximum(n, 1)
+        band = (n >= P) & (n > 0) & (acc >= self.low) & (acc <= self.high)
+        counts += level_fill(n + counts, np.where(band, b.capacity - counts, 0), R - counts.sum())
+        rest = R - int(counts.sum())
+        if rest > 0:
+            counts += level_fill(n + counts, b.capacity - counts, rest)
+        return counts
+
+
+# --------------------------------------------------------------------------------------------
+# GRESO
+
+
+def greso_skip_probability(
+    prior_alpha: ArrayLike,
+    prior_beta: ArrayLike,
+    *,
+    p_easy: float = 0.5,
+    p_hard: float = 0.5,
+    easy: float = 0.98,
+    hard: float = 0.11,
+    epoch_rollouts: float = 8.0,
+    min_explore: float = 0.01,
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+    """GRESO's skip probability from each question's history, read from its Beta prior.
+
+    Returns ``(prob, kind, z)``: ``kind`` is 1 (easy: prior mean ≥ ``easy``), −1 (hard: prior
+    mean ≤ ``hard``) or 0; ``z`` = round((alpha + beta) / ``epoch_rollouts``) is the number of
+    degenerate epochs the prior strength implies (a prior built from z epochs of
+    ``epoch_rollouts`` rollouts, all of one outcome, has about that strength); and
+    ``prob`` = 1 − max(p^z, ``min_explore``) with p = ``p_easy`` or ``p_hard`` for degenerate
+    questions, 0 for the others (z = 0 never skips).
+    """
+    a = np.asarray(prior_alpha, dtype=np.float64)
+    b = np.asarray(prior_beta, dtype=np.float64)
+    strength = a + b
+    mean = a / strength
+    kind = np.where(mean >= easy, 1, np.where(mean <= hard, -1, 0)).astype(np.int64)
+    z = np.rint(strength / float(epoch_rollouts)).astype(np.int64)
+    p = np.where(kind == 1, p_easy, p_hard)
+    prob = np.where(kind != 0, 1.0 - np.maximum(p ** z.astype(np.float64), min_explore), 0.0)
+    return np.asarray(prob, dtype=np.float64), kind, z
+
+
+class GresoAllocator(BaseAllocator):
+    """GRESO — GRPO with Efficient Selective Rollout (arXiv 2506.02177; code
+    Infini-AI-Lab/GRESO): skip questions whose history says their group will be degenerate.
+
+    Rule: a question is *easy* when its history's mean reward is ≥ ``easy`` (0.98) and *hard*
+    when ≤ ``hard`` (0.11); with z the number of consecutive degenerate epochs, it is skipped with
+    probability 1 − max(p^z, ``min_explore``) (0.01), p = ``p_easy`` or ``p_hard``. The questions
+    not skipped share the budget evenly (deficit toward an even plan, ``deficit_split``); if every
+    question is skipped, none is. Defaults from GRESO's scripts: ``p_easy = p_hard = 0.5``
+    (its starting values; GRESO then adapts them by ±0.01 per step toward a zero-variance target —
+    a cross-step controller that belongs to the trainer, not to one episode) and 8 rollouts per
+    epoch.
+
+    Mapping to adaroll: the history is the per-question prior in the observation
+    (alpha − successes, beta − failures): its mean classifies the question and
+    z = round(prior strength / ``epoch_rollouts``) counts the degenerate epochs
+    (``greso_skip_probability``). Skipping drops the question's future rollouts; rollouts it
+    already has (the pilot) stay. Each question's coin is a uniform draw from a generator seeded
+    by the allocator's reset seed (the entropy of ``self.rng``'s seed sequence), the question's
+    index and its prior as classified — (easy/hard, z) — so every decision of an episode sees the
+    same draws without storing them (a memo of draws is kept; it never changes a decision). The
+    prior enters through (easy/hard, z) rather than its float value because the observation
+    carries it in float32, whose rounding moves with the counts. When caps stop the kept
+    questions from absorbing the budget, the overflow is spread evenly over the skipped ones.
+    Ignores the env's utility.
+    """
+
+    name = "greso"
+
+    def __init__(
+        self,
+        *,
+        p_easy: float = 0.5,
+        p_hard: float = 0.5,
+        easy: float = 0.98,
+        hard: float = 0.11,
+        epoch_rollouts: int = 8,
+        min_explore: float = 0.01,
+    ) -> None:
+        super().__init__()
+        self.p_easy = _probability("p_easy", p_easy)
+        self.p_hard = _probability("p_hard", p_hard)
+        self.easy = _probability("easy", easy)
+        self.hard = _probability("hard", hard)
+        self.epoch_rollouts = _positive_int("epoch_rollouts", epoch_rollouts)
+        self.min_explore = _probability("min_explore", min_explore)
+        self._entropy: int | Sequence[int] | None = None
+        self._draws: dict[tuple[int, int, int], float] = {}
+
+    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
+        """Take the params, reseed, and keep the seed's entropy for the skip draws."""
+        super().reset(params, seed=seed)
+        seq = self.rng.bit_generator.seed_seq
+        if not isinstance(seq, np.random.SeedSequence):  # pragma: no cover - numpy always uses it
+            raise TypeError("expected numpy's SeedSequence behind the allocator's generator")
+        self._entropy = seq.entropy
+        self._draws = {}
+
+    def _draw(self, question: int, kind: int, z: int) -> float:
+        key = (question, kind + 1, z)
+        u = self._draws.get(key)
+        if u is None:
+            seq = np.random.SeedSequence(self._entropy, spawn_key=key)
+            u = float(np.random.default_rng(seq).random())
+            self._draws[key] = u
+        return u
+
+    def skipped(self, b: Beliefs) -> NDArray[np.bool_]:
+        """Which questions this episode skips (the same at every decision of the episode)."""
+        prob, kind, z = greso_skip_probability(
+            b.prior_alpha,
+            b.prior_beta,
+            p_easy=self.p_easy,
+            p_hard=self.p_hard,
+            easy=self.easy,
+            hard=self.hard,
+            epoch_rollouts=self.epoch_rollouts,
+            min_explore=self.min_explore,
+        )
+        skip = np.zeros(prob.shape[0], dtype=bool)
+        for i in np.flatnonzero(prob > 0):
+            skip[i] = self._draw(int(i), int(kind[i]), int(z[i])) < prob[i]
+        if skip.all():
+            skip[:] = False
+        return skip
+
+    def plan(self, b: Beliefs) -> NDArray[np.int64]:
+        """Even final sizes over the kept questions; skipped ones keep what they have."""
+        p = self.params
+        n = b.rollouts
+        skip = self.skipped(b)
+        keep = ~skip
+        rest = p.total_budget - int(n[skip].sum())
+        keep_cap = np.where(keep, p.cap, 0)
+        if int(keep_cap.sum()) >= rest:
+            target = np.where(keep, split_round(keep.astype(np.float64), rest, keep_cap), n)
+        else:
+            target = np.where(keep, p.cap, n)
+            over = p.total_budget - int(target.sum())
+            target = target + split_round(
+                skip.astype(np.float64), over, np.where(skip, p.cap - n, 0)
+            )
+        return np.maximum(target, n)
+
+    def allocate(self, obs: Obs) -> NDArray[np.int64]:
+        """The decision's rollouts toward the even plan over the kept questions, by deficit."""
+        b = self.beliefs(obs)
+        return deficit_split(self.plan(b), b)
