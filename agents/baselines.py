@@ -29,6 +29,14 @@ class UniformAllocator(BaseAllocator):
 
     def allocate(self, obs: Obs) -> NDArray[np.int64]:
         """Rollouts toward the even split, by deficit."""
+        if self.params.round_size == 1:  # one rollout: the largest deficit (the same rule)
+            n = np.rint(obs["rollouts"]).astype(np.int64)
+            if n.size != self._target.size:
+                self.beliefs(obs)  # raises the shape error that names the fix
+            counts = np.zeros(n.size, dtype=np.int64)
+            deficit = np.where(n < self.params.cap, self._target - n, np.iinfo(np.int64).min)
+            counts[int(np.argmax(deficit))] = 1
+            return counts
         b = self.beliefs(obs)
         deficit = np.maximum(self._target - b.rollouts, 0)
         return split_round(deficit, b.round_size, b.capacity)
