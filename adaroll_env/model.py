@@ -285,10 +285,16 @@ def posterior(
     return a0 + state.successes, b0 + state.failures
 
 
+def success_probability(alpha: Any, beta: Any, s: Any, f: Any) -> Any:
+    """Posterior-predictive probability that the next rollout succeeds, (α + s)/(α + β + s + f),
+    for prior (α, β) and counts (s, f); floats or numpy arrays (broadcast)."""
+    return (alpha + s) / (alpha + beta + s + f)
+
+
 def predictive(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:
     """Posterior-predictive probability that the next rollout of each question succeeds."""
-    a, b = posterior(params, state)
-    return a / (a + b)
+    a0, b0 = prior_arrays(params)
+    return np.asarray(success_probability(a0, b0, state.successes, state.failures))
 
 
 def posterior_variance(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import betaln, gammaln, logsumexp
+from scipy.special import betaln, gammaln
 
 from adaroll_env.errors import import_object, unknown_name
 
@@ -157,7 +157,9 @@ def expected_utility(
     pa = (a + s_arr)[..., None]  # [..., 1]
     pb = (b + f_arr)[..., None]  # [..., 1]
     logw = beta_binomial_logpmf(k, m, pa, pb)  # [..., K]
-    logw = logw - logsumexp(logw, axis=-1, keepdims=True)
+    # Normalise in log space (numpy's max shift: scipy's logsumexp costs ~0.2 ms a call).
+    top = np.max(logw, axis=-1, keepdims=True)  # [..., 1]
+    logw = logw - (top + np.log(np.sum(np.exp(logw - top), axis=-1, keepdims=True)))
     s_fin = s_arr[..., None] + k  # [..., K]
     f_fin = f_arr[..., None] + (m - k)  # [..., K]
     values = np.asarray(fn(s_fin, f_fin), dtype=np.float64)  # [..., K]

@@ -73,7 +73,7 @@ _PREFETCH_DEPTH = 3
 _TIE = 1e-9
 
 #: The memo is cleared when it would hold more rows than this (a row is K+1 floats).
-_MEMO_LIMIT = 100_000
+_MEMO_LIMIT = 50_000
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -172,7 +172,8 @@ def concave_increments(values: ArrayLike) -> F64:
     majorant of ``values[i, 0..K]`` between j and j + 1 (non-increasing in j).
 
     The best bundle ratio from 0, max_k (V(k) − V(0))/k, is ``out[i, 0]``; and for a price λ per
-    rollout, argmax_k V(k) − λk takes exactly the increments above λ.
+    rollout, argmax_k V(k) − λk takes exactly the increments above λ. A row may end in −inf
+    (entries past its own horizon): its increments are −inf from there on.
     """
     v = np.asarray(values, dtype=np.float64)
     M, K1 = v.shape
@@ -382,6 +383,8 @@ class ThompsonAllocator(BaseAllocator):
     ``values[i, k] = E[u(s_i + X, f_i + k − X)]``, X ~ Binomial(k, p̃_i)
     (``planning.binomial_values``), and hands the decision's rollouts out by
     ``planning.bundle_fill``. One draw per decision: a round is planned under one sample.
+    The table is recomputed every decision, so ``max_horizon`` defaults to
+    ``THOMPSON_MAX_HORIZON`` (16) rather than 32.
     """
 
     name = "thompson"
@@ -524,12 +527,17 @@ class KnowledgeGradientAllocator(BaseAllocator):
     for a question the priced plan would give rollouts to (it can still replan after seeing y),
     and KG_i < 0 is the opportunity cost of one the plan would skip. K_i = min(K, capacity_i).
 
-    A sequential decision gives its rollout to argmax_i KG_i (ties to the lower index). A round
+    A sequential decision gives its rollout to argmax_i KG_i (ties, up to 1e-9 of float noise,
+    to the lower index; at the clearing price exact ties are common). A round
     of R > 1 is observed only at its end, so it is valued as a whole: with
     Q_i(m) = E_{Y ~ Beta-binomial(m, α_i, β_i)}[φ_i(λ; s_i + Y, f_i + m − Y)] − λm
     for m ≤ ``round_depth`` and, past it, the open-loop bound max_{m ≤ k ≤ K_i} V_i(k) − λk, the
     round is ``planning.bundle_fill(Q, R, capacity)``, which maximises Σ_i Q_i(m_i) (exactly
     when the Q_i are concave). Deterministic.
+
+    Unlike the other planners, KG needs ``max_horizon`` about as long as the rollouts a question
+    may still get: the continuation φ is cut at K (on the simulator, K = 16 lost to K = 32 at
+    G ≥ 16; K = 64 gained nothing over 32).
     """
 
     name = "knowledge_gradient"
@@ -574,7 +582,15 @@ class KnowledgeGradientAllocator(BaseAllocator):
             prefetch=self._rows.prefetch(b),
         ).reshape(B, S, -1)  # [B, S, 2·Kc+1]
         values = rows[:, :, : K + 1]  # [B, S, K+1]
-        lam = clearing_price(rows[:, 0, Kc + 1 : Kc + 1 + K], k_i, b.budget_left)
+        # The majorant of V_i(0..K_i): memoised for a full horizon, recomputed where it is cut.
+        inc = rows[:, 0, Kc + 1 : Kc + 1 + K]  # [B, K]
+        cut = k_i < Kc
+        if cut.any():
+            ks = np.arange(K + 1)
+            head = np.where(ks[None, :] <= k_i[cut, None], values[cut, 0, :], -np.inf)
+            inc = inc.copy()
+            inc[cut] = concave_increments(head)
+        lam = clearing_price(inc, k_i, b.budget_left)
 
         ks = np.arange(K + 1)
         net = values - lam * ks  # [B, S, K+1]

@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 from adaroll_env.model import AllocationParams, prior_arrays
 from adaroll_env.utilities import beta_binomial_logpmf
 from agents.bamdp.cache import get_table
+from agents.bamdp.exact import ExactSolution, estimate_states, solve_exact
 from agents.bamdp.index import GRID_SIZE, MAX_HORIZON, TableSpec
 from agents.base import BaseAllocator, Beliefs, Obs
 
@@ -72,8 +73,11 @@ class BAMDPAllocator(BaseAllocator):
     e_i(m) = Σ_k BetaBin(k; m, α_i, β_i)·λ*(s_i + k, f_i + m − k), made non-increasing in m; the
     round takes the R largest e_i(m).
 
-    **Exact policy.** Where the joint belief state space is small enough (``max_states``), the
-    allocator solves the BAMDP exactly by backward induction and plays the optimal action.
+    **Exact policy.** Where the joint belief state space is small enough (``max_states`` states
+    in sequential mode, ``max_round_states`` in rounds mode, whose states carry many more
+    decisions), the allocator solves the BAMDP exactly by backward induction at ``reset``
+    (``agents.bamdp.exact``; again for per-episode priors, cached) and plays the optimal action:
+    provably Bayes-optimal there. ``exact=False`` always plays the index policy.
 
     **Priors from history.** Per-question priors come from the observation (alpha − successes);
     when they are the params' priors the params' own tables serve. Otherwise
@@ -91,6 +95,7 @@ class BAMDPAllocator(BaseAllocator):
         self,
         *,
         max_states: int = 1_000_000,
+        max_round_states: int = 20_000,
         exact: bool = True,
         max_horizon: int = MAX_HORIZON,
         grid_size: int = GRID_SIZE,
@@ -103,6 +108,7 @@ class BAMDPAllocator(BaseAllocator):
         if prior_mode not in ("tables", "interpolate"):
             raise ValueError(f"prior_mode must be 'tables' or 'interpolate', got {prior_mode!r}")
         self.max_states = int(max_states)
+        self.max_round_states = int(max_round_states)
         self.exact = bool(exact)
         self.max_horizon = int(max_horizon)
         self.grid_size = int(grid_size)
@@ -112,6 +118,8 @@ class BAMDPAllocator(BaseAllocator):
         self.grid_per_decade = int(grid_per_decade)
         self._tables: dict[tuple[tuple[float, ...], tuple[float, ...]], _Tables] = {}
         self._seq: dict[str, Any] | None = None
+        self._solutions: dict[AllocationParams, ExactSolution] = {}  # a cache of solved BAMDPs
+        self._use_exact = False
 
     def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
         """Take the params and load (or build) the tables of their priors."""
@@ -121,6 +129,41 @@ class BAMDPAllocator(BaseAllocator):
         a, b = prior_arrays(params)
         self._param_priors = (a, b)
         self._tables_for(a, b)
+        limit = self.exact_limit(params)
+        self._use_exact = self.exact and estimate_states(params, limit=limit) <= limit
+        if self._use_exact:
+            self._solution(params)
+
+    def exact_limit(self, params: AllocationParams) -> int:
+        """The state count under which the exact policy is used (rounds cost more per state:
+        a state has many more decisions)."""
+        return self.max_states if params.round_size == 1 else self.max_round_states
+
+    def _solution(self, params: AllocationParams) -> ExactSolution:
+        sol = self._solutions.get(params)
+        if sol is None:
+            sol = solve_exact(params, max_states=self.exact_limit(params))
+            if len(self._solutions) > 16:
+                self._solutions.clear()
+            self._solutions[params] = sol
+        return sol
+
+    def _exact_action(self, b: Beliefs) -> NDArray[np.int64] | None:
+        """The optimal action at the observation's state, or None off the solved grid."""
+        p = self.params
+        pa, pb = self._param_priors
+        if not (
+            (np.abs(b.prior_alpha - pa) <= PRIOR_RTOL * pa).all()
+            and (np.abs(b.prior_beta - pb) <= PRIOR_RTOL * pb).all()
+        ):
+            p = p.replace(
+                prior_alpha=tuple(self._round_priors(b.prior_alpha).tolist()),
+                prior_beta=tuple(self._round_priors(b.prior_beta).tolist()),
+            )
+        try:
+            return self._solution(p).action(b.successes, b.failures)
+        except ValueError:
+            return None
 
     # --- tables ---------------------------------------------------------------------------
     def _spec(self, a: float, b: float) -> TableSpec:
@@ -176,7 +219,11 @@ class BAMDPAllocator(BaseAllocator):
         return np.where(b.capacity > 0, idx, -np.inf)
 
     def allocate(self, obs: Obs) -> NDArray[np.int64]:
-        """The next rollouts to the highest indices."""
+        """The exact optimal action where solved, else the next rollouts to the highest indices."""
+        if self._use_exact:
+            action = self._exact_action(self.beliefs(obs))
+            if action is not None:
+                return action
         if self.params.round_size == 1:
             counts = np.zeros(self.params.num_questions, dtype=np.int64)
             counts[self._next_question(obs)] = 1
@@ -194,7 +241,7 @@ class BAMDPAllocator(BaseAllocator):
 
     def act(self, obs: Obs) -> int | NDArray[np.float32]:
         """As ``BaseAllocator.act``, without building counts in sequential mode."""
-        if self.params.round_size == 1:
+        if self.params.round_size == 1 and not self._use_exact:
             return self._next_question(obs)
         return super().act(obs)
 

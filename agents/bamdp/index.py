@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from adaroll_env.model import success_probability
 from adaroll_env.utilities import UtilityFn, get_utility
 
 #: Prices on the grid of the backward pass.
@@ -142,7 +143,7 @@ def build_table(spec: TableSpec) -> IndexTable:
             C = np.broadcast_to(u_bar - lam, (n + 1, lam.size))  # [n+1, K]
         else:
             assert V_next is not None
-            p = ((a + s) / (a + b + n))[:, None]  # [n+1, 1]
+            p = success_probability(a, b, s, n - s)[:, None]  # [n+1, 1]
             C = p * V_next[1:] + (1.0 - p) * V_next[:-1] - lam  # [n+1, K]
         D = C - u[:, None]  # [n+1, K], decreasing along K
         index[s, n - s] = _crossing(lam, D)
@@ -180,7 +181,7 @@ def start_values(specs: list[TableSpec], lam: float, level: int) -> list[NDArray
                 V = np.maximum(u, u_bar - lam)
             else:
                 assert V_next is not None
-                p = (a + s) / (a + b + n)
+                p = success_probability(a, b, s, n - s)
                 V = np.maximum(u, p * V_next[1:] + (1.0 - p) * V_next[:-1] - lam)
             V_next = V
         assert V_next is not None

@@ -109,7 +109,9 @@ def test_disk_cache_round_trip(tmp_path):
 
 def test_custom_utility_code_is_part_of_the_key(tmp_path, monkeypatch):
     mod = tmp_path / "adaroll_bamdp_u.py"
-    mod.write_text("import numpy as np\ndef u(s, f):\n    return np.minimum(np.asarray(s), 1) * 1.0\n")
+    mod.write_text(
+        "import numpy as np\ndef u(s, f):\n    return np.minimum(np.asarray(s), 1) * 1.0\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     d1 = TableSpec.make(1.0, 1.0, "adaroll_bamdp_u:u", 5).digest()
     d2 = TableSpec.make(1.0, 1.0, "hit", 5).digest()
@@ -119,7 +121,9 @@ def test_custom_utility_code_is_part_of_the_key(tmp_path, monkeypatch):
 @pytest.mark.parametrize("utility", UTILITIES)
 def test_bound_is_tight_when_the_budget_forces_the_allocation(utility):
     # B = 1: the whole budget goes to the one question, so V* is E[u] after N rollouts.
-    p = AllocationParams(num_questions=1, budget=5, prior_alpha=0.4, prior_beta=0.9, utility=utility)
+    p = AllocationParams(
+        num_questions=1, budget=5, prior_alpha=0.4, prior_beta=0.9, utility=utility
+    )
     v = exact_value(agents.make_allocator("uniform", p), p, (0.4, 0.9))
     assert upper_bound(p) == pytest.approx(v, abs=1e-7)
 
@@ -128,7 +132,13 @@ def test_bound_is_tight_when_the_budget_forces_the_allocation(utility):
 @pytest.mark.parametrize(("B", "N", "pilot", "cap"), [(2, 6, 0, None), (3, 9, 1, 4), (2, 8, 0, 5)])
 def test_bound_dominates_policies(utility, B, N, pilot, cap):
     p = AllocationParams(
-        num_questions=B, budget=N, pilot=pilot, max_group=cap, prior_alpha=0.5, prior_beta=0.5, utility=utility
+        num_questions=B,
+        budget=N,
+        pilot=pilot,
+        max_group=cap,
+        prior_alpha=0.5,
+        prior_beta=0.5,
+        utility=utility,
     )
     ub = upper_bound(p)
     for spec in ("uniform", "bamdp"):
@@ -157,12 +167,16 @@ def test_check_allocator(env_id, kw):
 
 def test_evaluate_policy_runs():
     env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=8)
-    mean, _ = evaluate_policy(agents.make_allocator("bamdp", env), env, n_eval_episodes=4, warn=False)
+    mean, _ = evaluate_policy(
+        agents.make_allocator("bamdp", env), env, n_eval_episodes=4, warn=False
+    )
     assert 0 <= mean <= 8
 
 
 def test_sequential_fast_path_matches_full_recompute():
-    env = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=12, budget=80, max_group=10, difficulty=(0.4, 0.6))
+    env = gym.make(
+        "AdaRoll/BetaBernoulli-v0", num_questions=12, budget=80, max_group=10, difficulty=(0.4, 0.6)
+    )
     fast = agents.make_allocator("bamdp", env, exact=False)
     slow = agents.make_allocator("bamdp", env, exact=False)
     for seed in range(3):
@@ -176,7 +190,9 @@ def test_sequential_fast_path_matches_full_recompute():
 
 
 def test_per_episode_priors_from_the_observation():
-    env = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=2, budget=4, prior_alpha=1.0, prior_beta=1.0)
+    env = gym.make(
+        "AdaRoll/BetaBernoulli-v0", num_questions=2, budget=4, prior_alpha=1.0, prior_beta=1.0
+    )
     alloc = agents.make_allocator("bamdp", env, exact=False)
     # Question 0 is believed nearly solved, question 1 uncertain: the uncertain one goes first.
     obs, _ = env.reset(seed=0, options={"prior_alpha": (50.0, 1.0), "prior_beta": (0.1, 1.0)})
@@ -204,9 +220,59 @@ def test_rounds_spend_exactly_and_prefer_uncertain_questions():
 def test_bamdp_beats_uniform_in_the_bayes_setting():
     from agents.benchmark import mean_ci, run_episodes
 
-    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=16, budget=128, difficulty=(0.3, 0.3))
+    env = gym.make(
+        "AdaRoll/BetaBernoulliRounds-v0", num_questions=16, budget=128, difficulty=(0.3, 0.3)
+    )
     uni = [r["utility"] for r in run_episodes(env, "uniform", range(150), 0)]
     bam = [r["utility"] for r in run_episodes(env, "bamdp", range(150), 0)]
     gain, ci = mean_ci(np.subtract(bam, uni))
     assert gain - ci > 0
     assert np.mean(bam) <= upper_bound(env.unwrapped.params) + 3 * np.std(bam) / math.sqrt(150)
+
+
+@pytest.mark.parametrize(
+    ("mode", "R", "utility", "pilot", "cap"),
+    [
+        ("sequential", 1, "informative", 0, None),
+        ("sequential", 1, "grpo_signal", 1, None),
+        ("sequential", 1, "hit", 0, 4),
+        ("rounds", 2, "informative", 1, None),
+        ("rounds", 3, "dr_grpo_signal", 0, 5),
+    ],
+)
+def test_policy_reaches_the_optimum_on_small_instances(mode, R, utility, pilot, cap):
+    from agents.bamdp.exact import solve_exact
+
+    p = AllocationParams(
+        num_questions=3,
+        budget=10,
+        mode=mode,
+        round_size=R,
+        prior_alpha=0.5,
+        prior_beta=0.7,
+        utility=utility,
+        pilot=pilot,
+        max_group=cap,
+    )
+    alloc = agents.make_allocator("bamdp", p)
+    assert alloc._use_exact
+    assert exact_value(alloc, p, (0.5, 0.7)) == pytest.approx(solve_exact(p).value, abs=1e-9)
+
+
+def test_exact_policy_with_per_episode_priors():
+    from agents.bamdp.exact import solve_exact
+
+    p = AllocationParams(num_questions=2, budget=6, prior_alpha=1.0, prior_beta=1.0)
+    alloc = agents.make_allocator("bamdp", p)
+    q = p.replace(prior_alpha=(0.5, 2.0), prior_beta=(0.5, 1.0))
+    env = gym.make(
+        "AdaRoll/BetaBernoulli-v0", num_questions=2, budget=6, prior_alpha=1.0, prior_beta=1.0
+    )
+    obs, _ = env.reset(seed=0, options={"prior_alpha": (0.5, 2.0), "prior_beta": (0.5, 1.0)})
+    expected = solve_exact(q).action(np.zeros(2, int), np.zeros(2, int))
+    assert np.array_equal(alloc.allocate(obs), expected)
+
+
+def test_large_instances_use_the_index_policy():
+    p = AllocationParams(num_questions=64, budget=512)
+    assert not agents.make_allocator("bamdp", p)._use_exact

@@ -30,8 +30,8 @@ class the lowest indices get the largest counts) and returns the **lexicographic
 counts vector** — in sequential mode, the lowest question index. The rule depends on the
 unfolded state, so the policy stores every tied folded decision and resolves at lookup.
 
-Only small instances are affordable (DESIGN §4: B = 4, N = 12 has ~10⁴ states, B = 8, N = 32
-~10⁸): ``solve_exact`` refuses past ``max_states``. Its value certifies the scalable policies.
+Only small instances are affordable (DESIGN §4: B = 4, N = 12 has 7036 states, B = 8, N = 32
+1.4·10⁸): ``solve_exact`` refuses past ``max_states``. Its value certifies the scalable policies.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from adaroll_env.model import AllocationParams, prior_arrays
-from adaroll_env.utilities import get_utility
+from adaroll_env.model import AllocationParams, prior_arrays, success_probability
+from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 
 #: Default limit on the folded states ``solve_exact`` will visit.
 DEFAULT_MAX_STATES = 1_000_000
@@ -136,7 +136,7 @@ class _Layout:
         self.ps: list[list[float]] = []
         self.pf: list[list[float]] = []
         for ga, gb in self.prior:
-            self.ps.append([(ga + s) / (ga + gb + s + f) for s, f in zip(S, F, strict=True)])
+            self.ps.append([success_probability(ga, gb, s, f) for s, f in zip(S, F, strict=True)])
             self.pf.append([(gb + f) / (ga + gb + s + f) for s, f in zip(S, F, strict=True)])
         self._pmf: dict[tuple[int, int, int], list[float]] = {}
         self._group_cache: dict[tuple[int, int], list[Key]] = {}
@@ -246,26 +246,8 @@ def _as_counts(name: str, value: ArrayLike, B: int) -> NDArray[np.int64]:
 
 
 def beta_binomial_pmf(k: int, a: float, b: float) -> list[float]:
-    """P(X = x), x = 0..k, X ~ Beta-binomial(k, a, b), to a few ulps.
-
-    C(k, x) · Π_{j<x} (a+j)/(a+b+j) · Π_{j<k−x} (b+j)/(a+b+x+j): every factor is a ratio in
-    (0, 1), so nothing overflows; past k = 500 the same product is summed in log space.
-    """
-    out = []
-    for x in range(k + 1):
-        if k <= 500:
-            p = float(math.comb(k, x))
-            for j in range(x):
-                p *= (a + j) / (a + b + j)
-            for j in range(k - x):
-                p *= (b + j) / (a + b + x + j)
-        else:
-            logs = [math.lgamma(k + 1) - math.lgamma(x + 1) - math.lgamma(k - x + 1)]
-            logs += [math.log((a + j) / (a + b + j)) for j in range(x)]
-            logs += [math.log((b + j) / (a + b + x + j)) for j in range(k - x)]
-            p = math.exp(math.fsum(logs))
-        out.append(p)
-    return out
+    """P(X = x), x = 0..k, X ~ Beta-binomial(k, a, b) (``adaroll_env.utilities``, in log space)."""
+    return np.exp(beta_binomial_logpmf(np.arange(k + 1), k, a, b)).tolist()  # type: ignore[no-any-return]
 
 
 @lru_cache(maxsize=4096)
@@ -297,13 +279,18 @@ def _level_lower_bound(params: AllocationParams, sizes: list[int], t: int) -> in
     return math.comb(w + m - m1, m - m1) * math.comb(w + 1 + m1, m1)
 
 
-def _group_counts(m: int, P: int, cap: int, T: int, dtype: Any) -> tuple[NDArray[Any], float]:
+_SATURATE = 1e300
+
+
+def _group_counts(m: int, P: int, cap: int, T: int, exact: bool) -> tuple[NDArray[Any], float]:
     """counts[t]: multisets of m pairs (s, f) with P <= s+f <= cap and Σ(s+f) = t, t = 0..T.
 
     Generating function Π_{w=P}^{cap} (1 − y·x^w)^{−(w+1)}: weight w has w + 1 pairs, and i of
-    them with repetition can be chosen in C(w + i, i) ways. Also returns the largest entry seen.
+    them with repetition can be chosen in C(w + i, i) ways. ``exact``: int64 (the caller
+    checked that every entry stays below 2**60); else float64 saturating at 1e300. Also
+    returns the largest entry seen.
     """
-    dp = np.zeros((m + 1, T + 1), dtype=dtype)  # [j items, total]
+    dp: NDArray[Any] = np.zeros((m + 1, T + 1), dtype=np.int64 if exact else np.float64)  # [j, t]
     dp[0, 0] = 1
     top = 1.0
     for w in range(P, cap + 1):
@@ -312,29 +299,43 @@ def _group_counts(m: int, P: int, cap: int, T: int, dtype: Any) -> tuple[NDArray
             break
         new = dp.copy()
         for i in range(1, imax + 1):
-            new[i:, i * w :] += math.comb(w + i, i) * dp[: m + 1 - i, : T + 1 - i * w]
+            src = dp[: m + 1 - i, : T + 1 - i * w]
+            coef = math.comb(w + i, i)
+            if exact:
+                if coef >= 2**62:  # only zero entries can meet it (every product < 2**60)
+                    assert not src.any()
+                    continue
+                new[i:, i * w :] += coef * src
+            else:
+                new[i:, i * w :] += min(float(min(coef, 10**300)), _SATURATE) * src
+                np.minimum(new, _SATURATE, out=new)
         dp = new
         top = max(top, float(dp.max()))
     return dp[m], top
 
 
-def _count_states(params: AllocationParams, dtype: Any) -> tuple[float | int, float]:
+def _count_states(params: AllocationParams, exact: bool) -> tuple[int, float]:
+    """Folded states over the visited levels (int64 or saturating float64), and the largest
+    intermediate count."""
     sizes = [len(g) for g in _prior_groups(params)]
     B, N, P, cap = params.num_questions, params.total_budget, params.pilot, params.cap
-    joint = np.zeros(N + 1, dtype=dtype)
+    joint: NDArray[Any] = np.zeros(N + 1, dtype=np.int64 if exact else np.float64)
     joint[0] = 1
     top = 1.0
-    for m in sizes:
-        T = min(m * cap, N - (B - m) * P)
-        counts, tg = _group_counts(m, P, cap, T, dtype)
-        top = max(top, tg)
-        new = np.zeros(N + 1, dtype=dtype)
-        for t in np.flatnonzero(counts):
-            new[t:] += counts[t] * joint[: N + 1 - t]
-        joint = new
-        top = max(top, float(joint.max()))
-    total = joint[_levels(params)].sum()
-    return (int(total) if dtype is np.int64 else float(total)), top
+    with np.errstate(over="ignore"):
+        for m in sizes:
+            T = min(m * cap, N - (B - m) * P)
+            counts, tg = _group_counts(m, P, cap, T, exact)
+            top = max(top, tg)
+            new = np.zeros_like(joint)
+            for t in np.flatnonzero(counts):
+                new[t:] += counts[t] * joint[: N + 1 - t]
+                if not exact:
+                    np.minimum(new, _SATURATE, out=new)
+            joint = new
+            top = max(top, float(joint.max()))
+        total = joint[_levels(params)].sum()
+    return int(min(float(total), _SATURATE)) if not exact else int(total), top
 
 
 def estimate_states(params: AllocationParams, *, limit: int | None = None) -> int:
@@ -358,11 +359,10 @@ def estimate_states(params: AllocationParams, *, limit: int | None = None) -> in
             lb += _level_lower_bound(params, sizes, t)
             if lb > limit:
                 return lb
-    approx, top = _count_states(params, np.float64)
+    approx, top = _count_states(params, exact=False)
     if top < 2.0**60:
-        exact, _ = _count_states(params, np.int64)
-        return int(exact)
-    return int(min(float(approx), 1e300))
+        return _count_states(params, exact=True)[0]
+    return approx
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,7 +385,7 @@ class _Solver:
 
     # -- Q values ------------------------------------------------------------------------------
 
-    def q_sequential(self, key: Key) -> list[tuple[int, float]]:
+    def q_sequential(self, key: Key) -> list[tuple[Any, float]]:
         """[(key position of the class's first question, Q)] for every class below the cap."""
         L = self.layout
         values = self.values
@@ -505,7 +505,7 @@ class _Solver:
         memo[z] = v
         return v
 
-    def q_rounds(self, key: Key, r: int) -> list[tuple[Counts, float]]:
+    def q_rounds(self, key: Key, r: int) -> list[tuple[Any, float]]:
         return [(a, self.q_round(key, a)) for a in self.round_actions(key, r)]
 
     # -- backward induction ----------------------------------------------------------------------
@@ -524,8 +524,7 @@ class _Solver:
         for t in reversed(levels[:-1]):
             r = min(params.round_size, L.N - t)
             for key in L.level_states(t):
-                qs: list[tuple[Any, float]]
-                qs = self.q_sequential(key) if sequential else self.q_rounds(key, r)  # type: ignore[assignment]
+                qs = self.q_sequential(key) if sequential else self.q_rounds(key, r)
                 best = max(q for _, q in qs)
                 tol = TIE_TOL * max(1.0, abs(best))
                 tied = tuple(a for a, q in qs if q >= best - tol)
@@ -605,11 +604,11 @@ class ExactSolution:
         key, order = self._decision_key(successes, failures)
         solver = self._solver
         if self.params.mode == "sequential":
-            qs: list[tuple[Any, float]] = list(solver.q_sequential(key))
+            qs = solver.q_sequential(key)
         else:
             n = int(np.sum(successes) + np.sum(failures))
             r = min(self.params.round_size, self.params.total_budget - n)
-            qs = list(solver.q_rounds(key, r))
+            qs = solver.q_rounds(key, r)
         return {self._unfold(a, order): q for a, q in qs}
 
     def state_value(self, successes: ArrayLike, failures: ArrayLike) -> float:
