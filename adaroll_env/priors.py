@@ -213,7 +213,8 @@ def resolve_difficulty(spec: DifficultySpec) -> Difficulty:
     """Turn a difficulty spec into a ``BetaMixture`` or ``EmpiricalPassRates``.
 
     Accepted: a profile name; ``"beta(a, b)"`` (text, for command lines); a path to a pass-rate
-    file (``.txt``, ``.csv``, ``.json``); a pair ``(a, b)`` for Beta(a, b); a sequence of ``(weight, a, b)`` triples for a mixture; a 1-D numpy
+    file (``.txt``, ``.csv``, ``.json``); a pair ``(a, b)`` for Beta(a, b); a sequence of
+    ``(weight, a, b)`` triples for a mixture; a 1-D numpy
     array of empirical pass rates; or an already built difficulty.
     """
     if isinstance(spec, (BetaMixture, EmpiricalPassRates)):

@@ -116,7 +116,7 @@ class BAMDPAllocator(BaseAllocator):
         self.prior_digits = int(prior_digits)
         self.cache_dir = cache_dir
         self.grid_per_decade = int(grid_per_decade)
-        self._tables: dict[tuple[tuple[float, ...], tuple[float, ...]], _Tables] = {}
+        self._tables: dict[tuple[tuple[float, ...], tuple[float, ...], bool], _Tables] = {}
         self._seq: dict[str, Any] | None = None
         self._solutions: dict[AllocationParams, ExactSolution] = {}  # a cache of solved BAMDPs
         self._use_exact = False

@@ -164,7 +164,7 @@ def priors_from_history(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
         n = 8 * rng.integers(1, 4, B)
         s = rng.binomial(n, p)
         steps.append((0.3 + 0.7 * s, 0.3 + 0.7 * (n - s)))
-    rows = []
+    rows: list[dict[str, Any]] = []
     decisions: dict[str, list[np.ndarray]] = {}
     utilities: dict[str, list[float]] = {}
     for mode in ("tables", "interpolate"):
@@ -172,7 +172,10 @@ def priors_from_history(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
         cold = tempfile.mkdtemp(prefix=f"adaroll-priors-{mode}-")  # a cold cache for each mode
         alloc = BAMDPAllocator(prior_mode=mode, cache_dir=cold)
         alloc.reset(env.unwrapped.params)  # type: ignore[attr-defined]
-        first, later, out, util = [], [], [], []
+        first: list[float] = []
+        later: list[float] = []
+        out: list[np.ndarray] = []
+        util: list[float] = []
         for a, b in steps:
             for seed in range(cfg.history_episodes):
                 obs, _ = env.reset(
@@ -185,8 +188,8 @@ def priors_from_history(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
                     if seed == 0:
                         (first if k == 0 else later).append(time.perf_counter() - t0)
                         out.append(counts)
-                    obs, r, done, _, _ = env.step(adaroll_env.encode_counts(counts))
-                    total += float(r)
+                    obs, reward, done, _, _ = env.step(adaroll_env.encode_counts(counts))
+                    total += float(reward)
                     k += 1
                 util.append(total)
         shutil.rmtree(cold, ignore_errors=True)
@@ -205,7 +208,7 @@ def priors_from_history(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
         float(np.minimum(x, y).sum() / max(1, x.sum()))
         for x, y in zip(decisions["tables"], decisions["interpolate"], strict=True)
     ]
-    diff, ci = mean_ci(np.subtract(utilities["interpolate"], utilities["tables"]))
+    diff, ci = mean_ci(list(np.subtract(utilities["interpolate"], utilities["tables"])))
     for r in rows:
         r["same_rollouts"] = float(np.mean(overlap))
         r["interpolate_minus_tables"] = diff

@@ -158,7 +158,7 @@ def main(cfg: SolveConfig) -> dict[str, Any]:
     rows.add_row(
         "table", f"{finite.size} states, {'loaded' if cached else 'built'} in {seconds:.3f} s"
     )
-    rows.add_row("cache file", summary["cache_file"])
+    rows.add_row("cache file", str(summary["cache_file"]))
     rows.add_row("index at (0, 0)", f"{summary['index_at_start']:.6g}")
     rows.add_row(
         f"batch B={cfg.num_questions}, G={cfg.group_size}",

@@ -9,7 +9,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 import agents
 from adaroll_env import AllocationParams
 from adaroll_env.utilities import get_utility
-from agents.bamdp import BAMDPAllocator, TableSpec, build_table, dual_value, upper_bound
+from agents.bamdp import TableSpec, build_table, dual_value, upper_bound
 from agents.bamdp import cache as bamdp_cache
 from agents.exact import exact_value
 
@@ -31,7 +31,7 @@ def _stopping_gap(a, b, utility, cap, s, f, lam):
     def uu(s, f):
         return float(u(np.array([s]), np.array([f]))[0])
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def V(s, f):
         if s + f >= cap:
             return uu(s, f)
