@@ -56,7 +56,7 @@ class BenchConfig:
         metadata={"help": "comma-separated allocator specs (names, 'module:Class'), or 'all'"},
     )
     envs: str = field(
-        default="sequential,rounds",
+        default="rounds",
         metadata={"help": "env kinds: 'sequential' (BetaBernoulli-v0), 'rounds' (-Rounds-v0)"},
     )
     difficulties: str = field(
@@ -78,7 +78,7 @@ class BenchConfig:
         default="matched",
         metadata={"help": "'matched' (Beta fitted to the difficulty) or 'a,b' for Beta(a, b)"},
     )
-    episodes: int = field(default=200, metadata={"help": "episodes per allocator and setting"})
+    episodes: int = field(default=300, metadata={"help": "episodes per allocator and setting"})
     seed: int = field(default=0, metadata={"help": "master seed; every other seed derives from it"})
     workers: int = field(default=0, metadata={"help": "worker processes (0: one per core)"})
     out: str = field(default="runs", metadata={"help": "folder under which the run directory goes"})

@@ -404,10 +404,13 @@ class ReinforceAdaAllocator(BaseAllocator):
     least ``quota`` successes; ``exit="balance"`` (default): at least ``quota`` successes and
     ``quota`` failures. A question also leaves after ``max_rounds`` rounds or at its cap.
 
-    Defaults from the paper's config: ``round_k=8`` (``round_repeat``), ``max_rounds=4``,
-    ``exit="balance"`` (the better variant in its ablation). ``quota=1``: one success and one
-    failure make the group informative; the paper's balance exit asks n/2 of each for its final
-    group of n = 4, i.e. ``quota=2``.
+    Defaults: ``exit="balance"`` (the better variant in the paper's ablation). The paper samples
+    ``round_k=8`` a round for at most ``max_rounds=4`` rounds with budgets of up to 32 a question;
+    under adaroll's fixed budget of G = N/B a question that would spend the whole budget in one
+    round, so ``round_k`` defaults to G/4 (at least 1) and ``max_rounds`` to None (a question
+    stays active until its group holds the signal); both are keywords. ``quota=1``: one success
+    and one failure make the group informative; the paper's balance exit asks n/2 of each for
+    its final group of n = 4, i.e. ``quota=2``.
 
     Mapping to adaroll, read from the counts alone (no memory): round boundaries are the multiples
     of ``round_k`` (the env pilot counts toward the first round); a question is active unless it
@@ -427,15 +430,16 @@ class ReinforceAdaAllocator(BaseAllocator):
     def __init__(
         self,
         *,
-        round_k: int = 8,
+        round_k: int | None = None,
         exit: Literal["pos", "balance"] = "balance",
         quota: int = 1,
-        max_rounds: int | None = 4,
+        max_rounds: int | None = None,
     ) -> None:
         super().__init__()
         if exit not in ("pos", "balance"):
             raise ValueError(f"exit must be 'pos' or 'balance', got {exit!r}")
-        self.round_k = _positive_int("round_k", round_k)
+        self.round_k_setting = None if round_k is None else _positive_int("round_k", round_k)
+        self.round_k = self.round_k_setting or 1
         self.exit = exit
         self.quota = _positive_int("quota", quota)
         self.max_rounds = None if max_rounds is None else _positive_int("max_rounds", max_rounds)
@@ -444,6 +448,10 @@ class ReinforceAdaAllocator(BaseAllocator):
         """Take the params and cache the even split of N used by the fallback."""
         super().reset(params, seed=seed)
         self._uniform = _uniform_target(params)
+        # Auto: a quarter of the uniform group, so the budget allows several elimination rounds.
+        self.round_k = self.round_k_setting or max(
+            1, params.total_budget // (4 * params.num_questions)
+        )
 
     def active_room(self, b: Beliefs) -> NDArray[np.int64]:
         """Rollouts each question may take this decision (0 for inactive questions)."""
