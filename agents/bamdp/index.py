@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,11 +126,30 @@ def _levels(spec: TableSpec) -> tuple[UtilityFn, float, float]:
     return fn, u_hi - u_lo, u_bar
 
 
-def build_table(spec: TableSpec) -> IndexTable:
-    """Compute the index table of ``spec`` by one backward pass on the price grid."""
+def build_table(spec: TableSpec, *, jit: bool | None = None) -> IndexTable:
+    """Compute the index table of ``spec`` by one backward pass on the price grid.
+
+    ``jit``: use the numba kernel (the ``jit`` extra; bit-identical tables); None uses it when
+    numba is installed and ``ADAROLL_NO_JIT`` is not set.
+    """
+    from agents.bamdp import _jit
+
+    if jit is None:
+        jit = _jit.AVAILABLE and not os.environ.get("ADAROLL_NO_JIT")
+    if jit and not _jit.AVAILABLE:
+        raise ImportError('build_table(jit=True) needs numba: pip install -e ".[jit]"')
     fn, delta, u_bar = _levels(spec)
     lam = lambda_grid(delta, spec.grid_size)  # [K]
     H, a, b = spec.horizon, spec.alpha, spec.beta
+    if jit:
+        U = np.zeros((H + 1, H + 1))  # [n, s]
+        P = np.zeros((H + 1, H + 1))  # [n, s]
+        for n in range(H + 1):
+            s = np.arange(n + 1)
+            U[n, : n + 1] = np.asarray(fn(s, n - s), dtype=np.float64)
+            P[n, : n + 1] = success_probability(a, b, s, n - s)
+        index = _jit.backward(U, P, lam, spec.cap, H, u_bar)
+        return IndexTable(spec, index)
     index = np.full((H + 1, H + 1), np.nan)
     V_next: NDArray[np.float64] | None = None
     for n in range(H, -1, -1):

@@ -110,12 +110,16 @@ def big(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
 def timing(cfg: BamdpBenchConfig) -> dict[str, float]:
     """Table build at cap 256 (fresh), a round of 512 at B=512, a sequential act at B=512."""
     out: dict[str, float] = {}
-    builds = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        build_table(TableSpec.make(0.3, 0.3, "informative", 256))
-        builds.append(time.perf_counter() - t0)
-    out["table_build_cap256_s"] = statistics.median(builds)
+    from agents.bamdp import _jit
+
+    for jit in (False, True) if _jit.AVAILABLE else (False,):
+        builds = []
+        build_table(TableSpec.make(0.3, 0.3, "informative", 8), jit=jit)  # compile once
+        for _ in range(3):
+            t0 = time.perf_counter()
+            build_table(TableSpec.make(0.3, 0.3, "informative", 256), jit=jit)
+            builds.append(time.perf_counter() - t0)
+        out[f"table_build_cap256_{'numba' if jit else 'numpy'}_s"] = statistics.median(builds)
     gym.register_envs(adaroll_env)
     env = gym.make(
         "AdaRoll/BetaBernoulliRounds-v0", num_questions=512, budget=4096, difficulty=(0.3, 0.3)
@@ -264,7 +268,13 @@ def main(cfg: BamdpBenchConfig) -> dict[str, Any]:
         t.add_column("what")
         t.add_column("measured", justify="right")
         t.add_column("target", justify="right")
-        t.add_row("table build, max group 256", f"{tm['table_build_cap256_s']:.3f} s", "< 1 s")
+        for kind in ("numpy", "numba"):
+            if f"table_build_cap256_{kind}_s" in tm:
+                t.add_row(
+                    f"table build, max group 256 ({kind})",
+                    f"{tm[f'table_build_cap256_{kind}_s']:.3f} s",
+                    "< 1 s",
+                )
         t.add_row(
             "round of 512 at B=512 (median)",
             f"{tm['round_512_at_B512_ms_median']:.2f} ms",

@@ -276,3 +276,13 @@ def test_exact_policy_with_per_episode_priors():
 def test_large_instances_use_the_index_policy():
     p = AllocationParams(num_questions=64, budget=512)
     assert not agents.make_allocator("bamdp", p)._use_exact
+
+
+@pytest.mark.parametrize("utility", UTILITIES)
+@pytest.mark.parametrize(("cap", "max_horizon"), [(9, 256), (70, 40)])
+def test_numba_tables_are_bit_identical(utility, cap, max_horizon):
+    pytest.importorskip("numba")
+    spec = TableSpec.make(0.4, 0.7, utility, cap, max_horizon=max_horizon)
+    plain = build_table(spec, jit=False)
+    fast = build_table(spec, jit=True)
+    assert np.array_equal(plain.index, fast.index, equal_nan=True)
