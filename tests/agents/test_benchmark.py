@@ -137,3 +137,25 @@ def test_exact_values_and_plots(tmp_path):
 def test_exact_skipped_on_large_instances(tmp_path):
     res = run_benchmark(_cfg(tmp_path, num_questions=32, envs="rounds", episodes=3), write=False)
     assert all(r["exact_value"] is None for r in res.rows)
+
+
+def test_plugin_spec_in_parallel_benchmark(tmp_path, monkeypatch):
+    mod = tmp_path / "adaroll_bench_plugin.py"
+    mod.write_text(
+        "import numpy as np\n"
+        "from agents import BaseAllocator\n"
+        "from adaroll_env import split_round\n\n"
+        "class Evenly(BaseAllocator):\n"
+        "    '''Even split of each decision over the open questions.'''\n\n"
+        "    name = 'evenly'\n\n"
+        "    def allocate(self, obs):\n"
+        "        b = self.beliefs(obs)\n"
+        "        return split_round(np.ones(b.rollouts.size), b.round_size, b.capacity)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    res = run_benchmark(
+        _cfg(tmp_path, allocators="uniform,adaroll_bench_plugin:Evenly", workers=2, envs="rounds"),
+        write=False,
+    )
+    names = {r["allocator"] for r in res.rows}
+    assert names == {"uniform", "adaroll_bench_plugin:Evenly"}
