@@ -30,7 +30,7 @@ class BamdpBenchConfig:
     """Configuration of ``scripts/bench_bamdp.py``."""
 
     episodes: int = field(default=400, metadata={"help": "paired episodes per setting at B=64"})
-    big_episodes: int = field(default=60, metadata={"help": "paired episodes at B=512, N=4096"})
+    big_episodes: int = field(default=400, metadata={"help": "paired episodes at B=512, N=4096"})
     allocators: str = field(
         default="all", metadata={"help": "competitors at B=64 ('all': every registered one)"}
     )
@@ -89,10 +89,10 @@ def _with_bamdp_differences(
 
 
 def big(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
-    """B=512, N=4096 in the Bayes settings (rounds): uniform and bamdp against the bound."""
+    """B=512, N=4096 in the Bayes settings: uniform and bamdp against the bound."""
     bench = BenchConfig(
         allocators="uniform,bamdp",
-        envs="rounds",
+        envs=cfg.envs,
         difficulties=",".join(bayes_settings()[:2]),
         utilities="informative",
         num_questions=512,
@@ -260,7 +260,7 @@ def main(cfg: BamdpBenchConfig) -> dict[str, Any]:
     if "big" in parts:
         rows = big(cfg)
         report["big"] = rows
-        quality_table(rows, "B=512, N=4096, informative, rounds")
+        quality_table(rows, "B=512, N=4096, informative")
     if "timing" in parts:
         tm = timing(cfg)
         report["timing"] = tm
