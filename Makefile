@@ -6,7 +6,7 @@ STAMP := $(VENV)/.adaroll-installed
 TORCH_VERSION := 2.13.0
 EXTRAS := dev,sb3,jit
 
-.PHONY: demo test test-fast lint format bench bench-env install clean help
+.PHONY: demo test test-fast lint format bench bench-env bench-bamdp install clean help
 
 help:
 	@echo "make demo       create .venv, install, run the allocator benchmark on the simulator"
@@ -14,6 +14,7 @@ help:
 	@echo "make lint       ruff (lint + format check) and mypy"
 	@echo "make bench      the default benchmark (same as the demo)"
 	@echo "make bench-env  env steps per second against CartPole (scripts/bench_env.py)"
+	@echo "make bench-bamdp  bamdp quality, bound gap and decision costs (scripts/bench_bamdp.py)"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +37,9 @@ bench: $(STAMP)
 
 bench-env: $(STAMP)
 	$(PY) scripts/bench_env.py
+
+bench-bamdp: $(STAMP)
+	$(PY) scripts/bench_bamdp.py
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile -q
