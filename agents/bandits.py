@@ -327,10 +327,32 @@ class _MemoRows:
         return _PREFETCH_DEPTH if b.round_size == 1 else 0
 
 
+class _TableAllocator(BaseAllocator):
+    """Base of the allocators that plan on value tables kept in a ``_MemoRows`` memo: it holds
+    the horizon and re-keys the memo at ``reset`` (the memo never changes a decision)."""
+
+    def __init__(self, *, max_horizon: int) -> None:
+        super().__init__()
+        self.max_horizon = _check_int("max_horizon", max_horizon, 1)
+        self._rows = _MemoRows(self._compute, self.max_horizon)
+
+    def _memo_settings(self) -> tuple[Any, ...]:
+        """Settings besides utility and horizon that change the rows."""
+        return ()
+
+    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
+        """Take the params and keep the memo of rows while utility and settings agree."""
+        super().reset(params, seed=seed)
+        self._rows.configure(params, *self._memo_settings())
+
+    def _compute(self, a: F64, b: F64, s: I64, f: I64) -> F64:
+        raise NotImplementedError
+
+
 # --- allocators --------------------------------------------------------------------------------
 
 
-class OracleAllocator(BaseAllocator):
+class OracleAllocator(_TableAllocator):
     """Knows the true pass rates: an upper reference, never ranked as a competitor.
 
     Reads ``obs["true_p"]`` (the env must be made with ``reveal_truth=True``) and plans with
@@ -345,14 +367,7 @@ class OracleAllocator(BaseAllocator):
     name = "oracle"
 
     def __init__(self, *, max_horizon: int = DEFAULT_MAX_HORIZON) -> None:
-        super().__init__()
-        self.max_horizon = _check_int("max_horizon", max_horizon, 1)
-        self._rows = _MemoRows(self._compute, self.max_horizon)
-
-    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
-        """Take the params and keep the memo of rows while utility and horizon agree."""
-        super().reset(params, seed=seed)
-        self._rows.configure(params)
+        super().__init__(max_horizon=max_horizon)
 
     def _compute(self, p: F64, _unused: F64, s: I64, f: I64) -> F64:
         return binomial_values(self.params.utility, p, s, f, self._rows.K)
@@ -402,7 +417,7 @@ class ThompsonAllocator(BaseAllocator):
         return _fill(values, b.round_size, b.capacity)
 
 
-class BayesUCBAllocator(BaseAllocator):
+class BayesUCBAllocator(_TableAllocator):
     """Bayes-UCB (Kaufmann, Cappé & Garivier, 2012): optimism at a posterior quantile.
 
     Bayes-UCB scores an arm by an upper quantile of its posterior. Utilities are not monotone
@@ -429,7 +444,7 @@ class BayesUCBAllocator(BaseAllocator):
         points: int = 5,
         max_horizon: int = DEFAULT_MAX_HORIZON,
     ) -> None:
-        super().__init__()
+        super().__init__(max_horizon=max_horizon)
         q = float(quantile)
         if not 0.5 <= q < 1.0:
             raise ValueError(
@@ -438,13 +453,9 @@ class BayesUCBAllocator(BaseAllocator):
             )
         self.quantile = q
         self.points = _check_int("points", points, 2)
-        self.max_horizon = _check_int("max_horizon", max_horizon, 1)
-        self._rows = _MemoRows(self._compute, self.max_horizon)
 
-    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
-        """Take the params and keep the memo of rows while utility and settings agree."""
-        super().reset(params, seed=seed)
-        self._rows.configure(params, self.quantile, self.points)
+    def _memo_settings(self) -> tuple[Any, ...]:
+        return (self.quantile, self.points)
 
     def _compute(self, a0: F64, b0: F64, s: I64, f: I64) -> F64:
         return optimistic_values(
@@ -460,7 +471,7 @@ class BayesUCBAllocator(BaseAllocator):
         return _fill(rows[:, : K + 1], b.round_size, b.capacity)
 
 
-class GreedyAllocator(BaseAllocator):
+class GreedyAllocator(_TableAllocator):
     """Largest posterior-expected marginal utility: water-filling on the exact Bayesian value
     (the HORA / CoBA-RL family: HORA maximises Σ posterior hit utility greedily, CoBA-RL
     hands out rollouts by heap-greedy marginal gains).
@@ -474,14 +485,7 @@ class GreedyAllocator(BaseAllocator):
     name = "greedy"
 
     def __init__(self, *, max_horizon: int = DEFAULT_MAX_HORIZON) -> None:
-        super().__init__()
-        self.max_horizon = _check_int("max_horizon", max_horizon, 1)
-        self._rows = _MemoRows(self._compute, self.max_horizon)
-
-    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
-        """Take the params and keep the memo of rows while utility and horizon agree."""
-        super().reset(params, seed=seed)
-        self._rows.configure(params)
+        super().__init__(max_horizon=max_horizon)
 
     def _compute(self, a0: F64, b0: F64, s: I64, f: I64) -> F64:
         return _posterior_rows(self.params.utility, self._rows.K, a0, b0, s, f)
@@ -504,7 +508,7 @@ def _slots(depth: int) -> tuple[I64, I64, I64]:
     return m, y, starts
 
 
-class KnowledgeGradientAllocator(BaseAllocator):
+class KnowledgeGradientAllocator(_TableAllocator):
     """Knowledge gradient (Frazier, Powell & Dayanik, 2008) on the final training utility.
 
     KG values a measurement by how much it raises the best value one could then implement:
@@ -543,15 +547,8 @@ class KnowledgeGradientAllocator(BaseAllocator):
     name = "knowledge_gradient"
 
     def __init__(self, *, max_horizon: int = DEFAULT_MAX_HORIZON, round_depth: int = 4) -> None:
-        super().__init__()
-        self.max_horizon = _check_int("max_horizon", max_horizon, 1)
+        super().__init__(max_horizon=max_horizon)
         self.round_depth = _check_int("round_depth", round_depth, 1)
-        self._rows = _MemoRows(self._compute, self.max_horizon)
-
-    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
-        """Take the params and keep the memo of rows while utility and horizon agree."""
-        super().reset(params, seed=seed)
-        self._rows.configure(params)
 
     def _compute(self, a0: F64, b0: F64, s: I64, f: I64) -> F64:
         """[V(0..K) | concave-majorant increments (K)] per key."""
