@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import importlib.util
 import itertools
 import json
 import math
@@ -53,7 +54,10 @@ class BenchConfig:
 
     allocators: str = field(
         default="all",
-        metadata={"help": "comma-separated allocator specs (names, 'module:Class'), or 'all'"},
+        metadata={
+            "help": "comma-separated allocator specs (names, 'module:Class', 'sb3:<zip>'), or "
+            "'all' (every registered one, and sb3:pretrained when the sb3 extra is installed)"
+        },
     )
     envs: str = field(
         default="rounds",
@@ -151,6 +155,8 @@ class BenchConfig:
         specs = _split(self.allocators)
         if specs == ["all"]:
             specs = list_allocators()
+            if importlib.util.find_spec("stable_baselines3") is not None:
+                specs.append("sb3:pretrained")  # the shipped learned allocator (sb3 extra)
         return ["uniform", *[s for s in specs if s != "uniform"]]
 
     def belief_value(self) -> str | tuple[float, float]:

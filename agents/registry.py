@@ -51,11 +51,12 @@ def list_allocators() -> list[str]:
 
 def _factory(spec: str) -> Callable[..., Any]:
     if spec.startswith("sb3:"):
-        raise ValueError(
-            f"allocator spec {spec!r} uses the reserved 'sb3:' prefix for stable-baselines3 "
-            "models, which this version of adaroll does not provide yet: use a registered name "
-            "or a 'package.module:Class' spec"
-        )
+        # Lazy: torch and SB3 load only when a learned allocator is asked for.
+        import functools
+
+        from agents.sb3.allocator import load_sb3_allocator
+
+        return functools.partial(load_sb3_allocator, spec[len("sb3:") :])
     if spec in _REGISTRY:
         found = _REGISTRY[spec]
         return import_object(found, "allocator") if isinstance(found, str) else found
@@ -107,8 +108,10 @@ def make_allocator(
     """Build the allocator ``spec`` with ``**kwargs`` (keyword arguments only), then
     ``reset(params, seed=seed)`` it.
 
-    ``spec``: a registered name (``list_allocators()``), ``"package.module:ClassName"``, or an
-    entry point of the group ``adaroll.allocators``.
+    ``spec``: a registered name (``list_allocators()``), ``"package.module:ClassName"``, an
+    entry point of the group ``adaroll.allocators``, or ``"sb3:<path>"`` — a model saved by
+    ``adaroll train-sb3`` (``"sb3:pretrained"``: the shipped one). SB3 zips are pickles: load
+    only trusted files.
     """
     if not isinstance(spec, str):
         raise TypeError(f"allocator spec must be a string, got {type(spec).__name__}")

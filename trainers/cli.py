@@ -29,6 +29,12 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, str]] = {
         "main",
         "build and cache bamdp index tables, print a summary, draw the policy",
     ),
+    "train-sb3": (
+        "agents.sb3.train",
+        "TrainConfig",
+        "main",
+        "train a stable-baselines3 allocator (loads as allocator sb3:<path>)",
+    ),
 }
 
 

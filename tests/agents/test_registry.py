@@ -82,8 +82,8 @@ def test_unknown_name_suggests_closest(env):
         agents.make_allocator("unifrom", env)
 
 
-def test_sb3_prefix_is_reserved_and_says_so(env):
-    with pytest.raises(ValueError, match="sb3:"):
+def test_sb3_spec_without_a_model_says_what_to_give(env):
+    with pytest.raises(ValueError, match=r"no SB3 model at 'model\.zip'.*train-sb3"):
         agents.make_allocator("sb3:model.zip", env)
 
 

@@ -1,0 +1,407 @@
+"""``adaroll train-sb3``: train a stable-baselines3 allocator in an adaroll env.
+
+rl-zoo style: hyperparameters come from ``agents/sb3/hyperparams/<algo>.yml``, keyed by env id
+(``default`` for the others); the command line overrides the number of steps, envs and the
+seed. Training runs on SB3's ``make_vec_env`` (``DummyVecEnv`` or ``SubprocVecEnv``) with the
+``QuestionFeatures`` wrapper, evaluates with ``EvalCallback`` (``MaskableEvalCallback`` for
+MaskablePPO) and keeps the best model, writes checkpoints, TensorBoard logs, a progress bar and
+``learning_curve.png``, and saves ``model.zip`` carrying the ``AllocationParams`` it was trained
+for, so that ``make_allocator("sb3:<run>/model.zip", env)`` can check the setting it is used in.
+
+Resume (``--resume <zip>``) loads the model with its step counter and continues it
+(``reset_num_timesteps=False``): ``--total-timesteps`` then counts the *additional* steps, and the
+TensorBoard curve continues where it stopped.
+
+SB3 zips are pickles: resume only from files you trust.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import platform
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from adaroll_env.model import AllocationParams
+from agents.sb3 import HYPERPARAMS
+from agents.sb3.allocator import (
+    ALGOS,
+    algo_class,
+    make_meta,
+    params_from_meta,
+    read_meta,
+    save_model,
+)
+from agents.sb3.features import QuestionFeatures
+
+Algo = Literal["ppo", "maskable_ppo", "a2c", "dqn"]
+#: Hyperparameter keys that are not algorithm arguments.
+_ZOO_KEYS = ("n_envs", "n_timesteps", "policy", "policy_kwargs", "env_kwargs")
+
+
+@dataclass
+class TrainConfig:
+    """Configuration of ``adaroll train-sb3`` (train an SB3 allocator; zips are pickles)."""
+
+    algo: Algo = field(default="ppo", metadata={"help": "SB3 algorithm"})
+    env: str = field(
+        default="AdaRoll/BetaBernoulliRounds-v0", metadata={"help": "gymnasium env id"}
+    )
+    env_kwargs: str = field(
+        default="{}",
+        metadata={"help": "env arguments as a JSON object, e.g. '{\"num_questions\": 16}'"},
+    )
+    policy: Literal["equivariant", "mlp"] = field(
+        default="equivariant",
+        metadata={"help": "'equivariant' (one network scores every question) or 'mlp' baseline"},
+    )
+    total_timesteps: int | None = field(
+        default=None,
+        metadata={"help": "env steps to train (none: n_timesteps of the YAML; on resume: more)"},
+    )
+    n_envs: int | None = field(
+        default=None, metadata={"help": "parallel envs (none: from the YAML)"}
+    )
+    vec_env: Literal["dummy", "subproc"] = field(
+        default="dummy", metadata={"help": "SB3 VecEnv class: DummyVecEnv or SubprocVecEnv"}
+    )
+    seed: int = field(default=0, metadata={"help": "seed of training envs, policy and eval"})
+    eval_freq: int = field(
+        default=20_000, metadata={"help": "evaluate every this many env steps (0: never)"}
+    )
+    eval_episodes: int = field(default=200, metadata={"help": "episodes per evaluation"})
+    save_freq: int = field(
+        default=100_000, metadata={"help": "checkpoint every this many env steps (0: never)"}
+    )
+    hyperparams: str = field(
+        default="", metadata={"help": "YAML file ('': the shipped agents/sb3/hyperparams)"}
+    )
+    out: str = field(default="runs", metadata={"help": "folder under which the run goes"})
+    name: str = field(default="", metadata={"help": "run directory name ('': sb3-<algo>-<time>)"})
+    resume: str = field(
+        default="", metadata={"help": "model zip to continue training (keeps its step counter)"}
+    )
+    time_limit_s: float | None = field(
+        default=None, metadata={"help": "stop training after this many seconds of wall time"}
+    )
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+    tensorboard: bool = field(default=True, metadata={"help": "write TensorBoard logs"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    references: bool = field(
+        default=True,
+        metadata={"help": "evaluate uniform and bamdp on the eval seeds for the learning curve"},
+    )
+    verbose: int = field(default=0, metadata={"help": "SB3 verbosity (0, 1, 2)"})
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGOS:
+            raise ValueError(f"algo must be one of {ALGOS}, got {self.algo!r}")
+        self.env_kwargs_dict()
+        for name in ("total_timesteps", "n_envs"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"{name} must be >= 1 (or none), got {v}")
+        if self.eval_episodes < 1:
+            raise ValueError(f"eval_episodes must be >= 1, got {self.eval_episodes}")
+        if self.time_limit_s is not None and self.time_limit_s <= 0:
+            raise ValueError(f"time_limit_s must be > 0 (or none), got {self.time_limit_s}")
+        if self.algo == "dqn" and "Rounds" in self.env:
+            raise ValueError(
+                f"dqn needs Discrete actions, but {self.env} has Box actions: use ppo or a2c, "
+                "or the sequential env AdaRoll/BetaBernoulli-v0"
+            )
+        if self.algo == "maskable_ppo" and "Rounds" in self.env:
+            raise ValueError(
+                f"maskable_ppo masks Discrete actions, but {self.env} has Box actions (its "
+                "decoding already respects caps): use ppo, or the sequential env"
+            )
+
+    def env_kwargs_dict(self) -> dict[str, Any]:
+        """``env_kwargs`` parsed (lists become tuples, as the env's prior fields expect)."""
+        try:
+            kw = json.loads(self.env_kwargs or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"env_kwargs is not a JSON object ({exc}): write e.g. "
+                '\'{"num_questions": 16, "difficulty": "rlvr"}\''
+            ) from None
+        if not isinstance(kw, dict):
+            raise ValueError(f"env_kwargs must be a JSON object, got {self.env_kwargs!r}")
+        return {k: tuple(v) if isinstance(v, list) else v for k, v in kw.items()}
+
+
+def load_hyperparams(algo: str, env_id: str, path: str | Path = "") -> dict[str, Any]:
+    """The YAML entry for ``env_id`` (or ``default``) of ``<algo>.yml`` (or of ``path``).
+
+    ``lin_<x>`` values of ``learning_rate`` and ``clip_range`` become linear schedules from x.
+    """
+    import yaml
+
+    file = Path(path) if path else HYPERPARAMS / f"{algo}.yml"
+    if not file.is_file():
+        raise ValueError(f"no hyperparameter file {file}: give --hyperparams <file.yml>")
+    table = yaml.safe_load(file.read_text()) or {}
+    entry = table.get(env_id, table.get("default"))
+    if entry is None:
+        raise ValueError(
+            f"{file} has no entry for {env_id!r} and no 'default': add one (keys as rl-zoo)"
+        )
+    hp = dict(entry)
+    for key in ("learning_rate", "clip_range"):
+        v = hp.get(key)
+        if isinstance(v, str) and v.startswith("lin_"):
+            from stable_baselines3.common.utils import LinearSchedule
+
+            hp[key] = LinearSchedule(float(v[4:]), 0.0, 1.0)
+    return hp
+
+
+def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:  # type: ignore[type-arg]
+    """One env (importing adaroll_env first, so that subprocesses know the ids)."""
+    import adaroll_env
+
+    gym.register_envs(adaroll_env)
+    return gym.make(env_id, **env_kwargs)
+
+
+def make_vec(
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    *,
+    n_envs: int,
+    seed: int,
+    vec_env: str = "dummy",
+) -> Any:
+    """SB3 ``make_vec_env`` with Monitor and ``QuestionFeatures`` on each env."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    cls = SubprocVecEnv if vec_env == "subproc" else DummyVecEnv
+    return make_vec_env(
+        functools.partial(make_env, env_id, env_kwargs),
+        n_envs=n_envs,
+        seed=seed,
+        vec_env_cls=cls,
+        wrapper_class=QuestionFeatures,
+    )
+
+
+def reference_values(
+    env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int
+) -> dict[str, float]:
+    """Mean return of ``uniform`` and ``bamdp`` over ``episodes`` seeded episodes."""
+    from agents.benchmark import run_episodes
+
+    env = make_env(env_id, env_kwargs)
+    try:
+        return {
+            spec: float(
+                np.mean([r["utility"] for r in run_episodes(env, spec, range(episodes), seed)])
+            )
+            for spec in ("uniform", "bamdp")
+        }
+    finally:
+        env.close()
+
+
+def plot_learning_curve(
+    npz: Path, out: Path, title: str, references: dict[str, float] | None = None
+) -> None:
+    """``learning_curve.png``: mean ± std of the evaluation return against env steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = np.load(npz)
+    steps, results = data["timesteps"], data["results"]
+    mean, std = results.mean(axis=1), results.std(axis=1)
+    se = std / np.sqrt(max(results.shape[1], 1))
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.plot(steps, mean, marker="o", ms=3, label="policy (deterministic)")
+    ax.fill_between(steps, mean - 1.96 * se, mean + 1.96 * se, alpha=0.25, label="95% CI")
+    for i, (name, value) in enumerate(sorted((references or {}).items())):
+        ax.axhline(value, ls="--", color=f"C{i + 2}", label=f"{name} (same settings)")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("episode return (training utility)")
+    ax.set_title(textwrap.fill(title, 90), fontsize=8)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+@dataclass
+class TrainResult:
+    """What ``main`` produced."""
+
+    run_dir: Path
+    model_path: Path
+    best_path: Path | None
+    timesteps: int
+    seconds: float
+    steps_per_second: float
+    evaluations: list[tuple[int, float]]
+
+
+def _callbacks(cfg: TrainConfig, run_dir: Path, eval_env: Any, n_envs: int, t0: float) -> Any:
+    from stable_baselines3.common.callbacks import (
+        BaseCallback,
+        CallbackList,
+        CheckpointCallback,
+        EvalCallback,
+    )
+
+    class StopAfter(BaseCallback):
+        """Stop training once ``limit`` seconds of wall time have passed."""
+
+        def __init__(self, limit: float | None) -> None:
+            super().__init__()
+            self.limit = limit
+
+        def _on_step(self) -> bool:
+            return self.limit is None or time.perf_counter() - t0 < self.limit
+
+    cbs: list[BaseCallback] = [StopAfter(cfg.time_limit_s)]
+    if cfg.eval_freq > 0:
+        kw: dict[str, Any] = {
+            "n_eval_episodes": cfg.eval_episodes,
+            "eval_freq": max(cfg.eval_freq // n_envs, 1),
+            "best_model_save_path": str(run_dir),
+            "log_path": str(run_dir),
+            "deterministic": True,
+            "verbose": cfg.verbose,
+        }
+        if cfg.algo == "maskable_ppo":
+            from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+
+            cbs.append(MaskableEvalCallback(eval_env, **kw))
+        else:
+            cbs.append(EvalCallback(eval_env, **kw))
+    if cfg.save_freq > 0:
+        cbs.append(
+            CheckpointCallback(
+                save_freq=max(cfg.save_freq // n_envs, 1),
+                save_path=str(run_dir / "checkpoints"),
+                name_prefix="model",
+            )
+        )
+    return CallbackList(cbs)
+
+
+def main(cfg: TrainConfig) -> TrainResult:
+    """Train, evaluate, save ``model.zip`` (with its params) and ``learning_curve.png``."""
+    import torch as th
+
+    th.set_num_threads(cfg.threads)
+    hp = load_hyperparams(cfg.algo, cfg.env, cfg.hyperparams)
+    env_kwargs = {**hp.get("env_kwargs", {}), **cfg.env_kwargs_dict()}
+    n_envs = cfg.n_envs or int(hp.get("n_envs", 1))
+    total = cfg.total_timesteps or int(float(hp.get("n_timesteps", 100_000)))
+    algo_kwargs = {k: v for k, v in hp.items() if k not in _ZOO_KEYS}
+
+    name = cfg.name or time.strftime(f"sb3-{cfg.algo}-%Y%m%d-%H%M%S")
+    run_dir = Path(cfg.out) / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
+    (run_dir / "hyperparams.json").write_text(
+        json.dumps({k: str(v) for k, v in hp.items()}, indent=2) + "\n"
+    )
+
+    venv = make_vec(cfg.env, env_kwargs, n_envs=n_envs, seed=cfg.seed, vec_env=cfg.vec_env)
+    params: AllocationParams = venv.get_attr("params")[0]
+    eval_env = make_vec(cfg.env, env_kwargs, n_envs=1, seed=cfg.seed + 10_000)
+    meta = make_meta(
+        params, algo=cfg.algo, policy=cfg.policy, env_id=cfg.env, env_kwargs=env_kwargs
+    )
+    tb = str(run_dir / "tb") if cfg.tensorboard else None
+    Algo = algo_class(cfg.algo)
+    if cfg.resume:
+        old = read_meta(cfg.resume)
+        if params_from_meta(old) != params or old["algo"] != cfg.algo:
+            raise ValueError(
+                f"cannot resume {cfg.resume}: it was trained with algo {old['algo']!r} for "
+                f"{old['params']}, this run is {cfg.algo!r} for {params.to_dict()}: give the "
+                "same --algo, --env and --env-kwargs"
+            )
+        meta["policy"] = old["policy"]
+        model = Algo.load(cfg.resume, env=venv, device="cpu", tensorboard_log=tb)
+    else:
+        from agents.sb3.policy import policy_class
+
+        policy_kwargs = dict(hp.get("policy_kwargs") or {})
+        if cfg.policy == "mlp":
+            policy_kwargs.pop("hidden", None)  # the equivariant policy's width only
+        model = Algo(
+            policy_class(cfg.algo, cfg.policy),
+            venv,
+            seed=cfg.seed,
+            device="cpu",
+            tensorboard_log=tb,
+            policy_kwargs=policy_kwargs,
+            verbose=cfg.verbose,
+            **algo_kwargs,
+        )
+    model.adaroll_meta = meta  # saved with every zip (best model and checkpoints too)
+    start_steps = int(model.num_timesteps)
+    t0 = time.perf_counter()
+    model.learn(
+        total,
+        callback=_callbacks(cfg, run_dir, eval_env, n_envs, t0),
+        tb_log_name=f"{cfg.algo}_{cfg.policy}",
+        reset_num_timesteps=not cfg.resume,
+        progress_bar=cfg.progress,
+    )
+    seconds = time.perf_counter() - t0
+    steps = int(model.num_timesteps) - start_steps
+    model_path = save_model(model, run_dir / "model.zip", meta)
+    venv.close()
+    eval_env.close()
+
+    evaluations: list[tuple[int, float]] = []
+    npz = run_dir / "evaluations.npz"
+    if npz.is_file():
+        data = np.load(npz)
+        evaluations = [
+            (int(t), float(r.mean()))
+            for t, r in zip(data["timesteps"], data["results"], strict=True)
+        ]
+        refs = None
+        if cfg.references and cfg.env.startswith("AdaRoll/BetaBernoulli"):
+            refs = reference_values(cfg.env, env_kwargs, cfg.eval_episodes, cfg.seed + 10_000)
+        title = f"{cfg.algo} ({cfg.policy}) on {cfg.env} {json.dumps(env_kwargs)}"
+        plot_learning_curve(npz, run_dir / "learning_curve.png", title, refs)
+    best = run_dir / "best_model.zip"
+    result = TrainResult(
+        run_dir=run_dir,
+        model_path=model_path,
+        best_path=best if best.is_file() else None,
+        timesteps=int(model.num_timesteps),
+        seconds=seconds,
+        steps_per_second=steps / seconds if seconds > 0 else float("nan"),
+        evaluations=evaluations,
+    )
+    summary = {
+        "timesteps": result.timesteps,
+        "seconds": round(seconds, 2),
+        "steps_per_second": round(result.steps_per_second, 1),
+        "n_envs": n_envs,
+        "vec_env": cfg.vec_env,
+        "evaluations": evaluations,
+        "params": params.to_dict(),
+        "python": platform.python_version(),
+    }
+    (run_dir / "result.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(
+        f"trained {steps} steps in {seconds:.1f} s ({result.steps_per_second:.0f} steps/s); "
+        f"model: {model_path}" + (f"; best: {result.best_path}" if result.best_path else "")
+    )
+    return result
