@@ -146,7 +146,27 @@ def _finish_build(policy: Any, lr_schedule: Schedule) -> None:
     )
 
 
-class EquivariantActorCriticPolicy(ActorCriticPolicy):
+class _EquivariantHead:
+    """What both actor-critic policies share: the per-question scorer as the extractor, the
+    identity action head, and ``hidden`` saved with the model."""
+
+    hidden: int
+    action_space: Any
+
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = QuestionScorer(num_questions_of(self.action_space), hidden=self.hidden)
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        super()._build(lr_schedule)  # type: ignore[misc]
+        _finish_build(self, lr_schedule)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data: dict[str, Any] = super()._get_constructor_parameters()  # type: ignore[misc]
+        data["hidden"] = self.hidden
+        return data
+
+
+class EquivariantActorCriticPolicy(_EquivariantHead, ActorCriticPolicy):  # type: ignore[misc]
     """PPO/A2C policy whose logits or action means are per-question scores.
 
     ``policy_kwargs``: ``hidden`` (width of ψ, φ and the value head; 64) and the usual
@@ -158,41 +178,13 @@ class EquivariantActorCriticPolicy(ActorCriticPolicy):
         kwargs.setdefault("share_features_extractor", True)
         super().__init__(*args, **kwargs)
 
-    def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = QuestionScorer(  # type: ignore[assignment]
-            num_questions_of(self.action_space), hidden=self.hidden
-        )
 
-    def _build(self, lr_schedule: Schedule) -> None:
-        super()._build(lr_schedule)
-        _finish_build(self, lr_schedule)
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data["hidden"] = self.hidden
-        return data
-
-
-class EquivariantMaskablePolicy(MaskableActorCriticPolicy):
+class EquivariantMaskablePolicy(_EquivariantHead, MaskableActorCriticPolicy):  # type: ignore[misc]
     """MaskablePPO policy (sequential env): masked per-question logits."""
 
     def __init__(self, *args: Any, hidden: int = 64, **kwargs: Any) -> None:
         self.hidden = hidden
         super().__init__(*args, **kwargs)
-
-    def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = QuestionScorer(  # type: ignore[assignment]
-            num_questions_of(self.action_space), hidden=self.hidden
-        )
-
-    def _build(self, lr_schedule: Schedule) -> None:
-        super()._build(lr_schedule)
-        _finish_build(self, lr_schedule)
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data["hidden"] = self.hidden
-        return data
 
 
 class _ScoreQ(nn.Module):
