@@ -297,11 +297,17 @@ def predictive(params: AllocationParams, state: AllocationState) -> NDArray[np.f
     return np.asarray(success_probability(a0, b0, state.successes, state.failures))
 
 
+def beta_learnability(alpha: Any, beta: Any) -> Any:
+    """E[p(1 − p)] under Beta(α, β) = αβ / ((α+β)(α+β+1)): the posterior-expected Bernoulli
+    variance; floats or numpy arrays (broadcast)."""
+    t = alpha + beta
+    return alpha * beta / (t * (t + 1.0))
+
+
 def posterior_variance(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:
-    """Variance of each question's posterior Beta."""
+    """Variance of each question's posterior Beta, E[p(1 − p)] / (α + β)."""
     a, b = posterior(params, state)
-    t = a + b
-    return a * b / (t * t * (t + 1.0))
+    return np.asarray(beta_learnability(a, b) / (a + b))
 
 
 def question_utilities(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import betaincinv
 
-from adaroll_env.model import AllocationParams, prior_arrays, split_round
+from adaroll_env.model import AllocationParams, beta_learnability, prior_arrays, split_round
 from adaroll_env.utilities import beta_binomial_logpmf
 from agents.base import BaseAllocator, Beliefs, Obs
 from agents.planning import binomial_values, bundle_fill, horizon, posterior_values
@@ -93,8 +93,7 @@ def posterior_learnability(alpha: ArrayLike, beta: ArrayLike) -> F64:
     variance (CERO's Bayesian value of rollouts; LILO's learnability p(1−p))."""
     a = np.asarray(alpha, dtype=np.float64)
     b = np.asarray(beta, dtype=np.float64)
-    t = a + b
-    return np.asarray(a * b / (t * (t + 1.0)), dtype=np.float64)
+    return np.asarray(beta_learnability(a, b), dtype=np.float64)
 
 
 def variance_split(alpha: ArrayLike, beta: ArrayLike, total: int, capacity: ArrayLike) -> I64:

@@ -9,6 +9,13 @@ from adaroll_env.model import AllocationParams, split_round
 from agents.base import BaseAllocator, Obs
 
 
+def uniform_target(params: AllocationParams) -> NDArray[np.int64]:
+    """GRPO's final group sizes: N split evenly, the remainder by largest share (ties to the
+    lower index), under the caps."""
+    B = params.num_questions
+    return split_round(np.ones(B), params.total_budget, np.full(B, params.cap))
+
+
 class UniformAllocator(BaseAllocator):
     """GRPO's allocation: every question gets the same share of the budget.
 
@@ -24,8 +31,7 @@ class UniformAllocator(BaseAllocator):
     def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
         """Take the params and compute the target split (a cache: it never changes a decision)."""
         super().reset(params, seed=seed)
-        B = params.num_questions
-        self._target = split_round(np.ones(B), params.total_budget, np.full(B, params.cap))
+        self._target = uniform_target(params)
 
     def allocate(self, obs: Obs) -> NDArray[np.int64]:
         """Rollouts toward the even split, by deficit."""

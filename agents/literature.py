@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from adaroll_env.model import AllocationParams, split_round
 from agents.base import BaseAllocator, Beliefs, Obs
+from agents.baselines import uniform_target
 from agents.planning import deficit_split
 
 __all__ = [
@@ -391,11 +392,6 @@ class KnapsackAllocator(BaseAllocator):
 # Reinforce-Ada
 
 
-def _uniform_target(params: AllocationParams) -> NDArray[np.int64]:
-    B = params.num_questions
-    return split_round(np.ones(B), params.total_budget, np.full(B, params.cap))
-
-
 class ReinforceAdaAllocator(BaseAllocator):
     """Reinforce-Ada (arXiv 2510.04996; code RLHFlow/Reinforce-Ada): successive elimination.
 
@@ -447,7 +443,7 @@ class ReinforceAdaAllocator(BaseAllocator):
     def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
         """Take the params and cache the even split of N used by the fallback."""
         super().reset(params, seed=seed)
-        self._uniform = _uniform_target(params)
+        self._uniform = uniform_target(params)
         # Auto: a quarter of the uniform group, so the budget allows several elimination rounds.
         self.round_k = self.round_k_setting or max(
             1, params.total_budget // (4 * params.num_questions)

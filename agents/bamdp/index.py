@@ -22,6 +22,7 @@ to the cap reaches), so V is never underestimated there: what the bound needs to
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import math
 import os
@@ -89,17 +90,6 @@ class IndexTable:
     spec: TableSpec
     index: NDArray[np.float64]
 
-    def lookup(self, s: NDArray[np.int64], f: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Indices at counts (s, f), vectorised. Past the horizon, the index of the state at the
-        horizon with the same success fraction (only reachable when the cap exceeds it)."""
-        H = self.spec.horizon
-        n = s + f
-        if np.any(n > H):
-            over = n > H
-            ss = np.where(over, np.rint(s * H / np.maximum(n, 1)).astype(np.int64), s)
-            s, f = ss, np.where(over, H - ss, f)
-        return self.index[s, f]
-
 
 def utility_range(fn: UtilityFn, cap: int) -> tuple[float, float]:
     """(min, max) of u over the triangle n ≤ cap (by levels, so cap in the thousands is fine)."""
@@ -118,7 +108,10 @@ def lambda_grid(delta: float, size: int = GRID_SIZE) -> NDArray[np.float64]:
     return np.asarray(1.01 * max(delta, 1e-12) * np.sinh(t) / math.sinh(T), dtype=np.float64)
 
 
+@functools.lru_cache(maxsize=256)
 def _levels(spec: TableSpec) -> tuple[UtilityFn, float, float]:
+    """(u, utility range Δ, ū) of a spec; cached, since the range scans every level to the cap
+    and the bound asks for it at every price it evaluates."""
     fn = get_utility(spec.utility)
     u_lo, u_hi = utility_range(fn, spec.cap)
     # ū: the best utility reachable past the horizon (optimistic continue value there).

@@ -22,7 +22,7 @@ from agents.bamdp.allocator import BAMDPAllocator
 from agents.bamdp.cache import clear_memory
 from agents.bamdp.index import TableSpec, build_table
 from agents.benchmark import BenchConfig, mean_ci, run_benchmark
-from agents.registry import list_allocators, make_allocator
+from agents.registry import make_allocator
 
 
 @dataclass
@@ -51,21 +51,37 @@ def bayes_settings() -> list[str]:
     return ["u-shaped", f"beta({a:.6g},{b:.6g})", "rlvr"]
 
 
-def quality(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
-    """B=64, N=512, informative: every allocator, paired, with the bound where it applies."""
-    specs = list_allocators() if cfg.allocators == "all" else cfg.allocators.split(",")
-    bench = BenchConfig(
-        allocators=",".join(specs),
+def _bench_config(
+    cfg: BamdpBenchConfig,
+    allocators: str,
+    difficulties: list[str],
+    B: int,
+    episodes: int,
+    prefix: str,
+    *,
+    exact: bool,
+) -> BenchConfig:
+    """A benchmark of the informative utility at G = 8 in the given settings."""
+    return BenchConfig(
+        allocators=allocators,
         envs=cfg.envs,
-        difficulties=",".join(bayes_settings()),
+        difficulties=",".join(difficulties),
         utilities="informative",
-        num_questions=64,
+        num_questions=B,
         group_sizes="8",
-        episodes=cfg.episodes,
+        episodes=episodes,
         seed=cfg.seed,
         workers=cfg.workers,
         out=cfg.out,
-        name=time.strftime("bench-bamdp-%Y%m%d-%H%M%S"),
+        name=time.strftime(f"{prefix}-%Y%m%d-%H%M%S"),
+        exact=exact,
+    )
+
+
+def quality(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
+    """B=64, N=512, informative: every allocator, paired, with the bound where it applies."""
+    bench = _bench_config(
+        cfg, cfg.allocators, bayes_settings(), 64, cfg.episodes, "bench-bamdp", exact=True
     )
     result = run_benchmark(bench)
     return _with_bamdp_differences(result.rows, result.episodes)
@@ -90,18 +106,13 @@ def _with_bamdp_differences(
 
 def big(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
     """B=512, N=4096 in the Bayes settings: uniform and bamdp against the bound."""
-    bench = BenchConfig(
-        allocators="uniform,bamdp",
-        envs=cfg.envs,
-        difficulties=",".join(bayes_settings()[:2]),
-        utilities="informative",
-        num_questions=512,
-        group_sizes="8",
-        episodes=cfg.big_episodes,
-        seed=cfg.seed,
-        workers=cfg.workers,
-        out=cfg.out,
-        name=time.strftime("bench-bamdp-big-%Y%m%d-%H%M%S"),
+    bench = _bench_config(
+        cfg,
+        "uniform,bamdp",
+        bayes_settings()[:2],
+        512,
+        cfg.big_episodes,
+        "bench-bamdp-big",
         exact=False,
     )
     return run_benchmark(bench).rows
