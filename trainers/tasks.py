@@ -17,6 +17,7 @@ and numpy are imported here; ``math_verify`` is imported lazily when present.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
 import re
@@ -427,6 +428,16 @@ def _as_number(s: str) -> Fraction | None:
     return None if den == 0 else num / den
 
 
+@functools.cache
+def _math_verify() -> Any:
+    """The optional ``math_verify`` module, or None when it is not installed."""
+    try:
+        import math_verify
+    except ImportError:
+        return None
+    return math_verify
+
+
 def answers_match(predicted: str | None, reference: str) -> bool:
     r"""Whether a predicted answer equals the reference.
 
@@ -447,12 +458,12 @@ def answers_match(predicted: str | None, reference: str) -> bool:
             return True
     elif p == r:
         return True
-    try:
-        from math_verify import parse, verify  # optional extra
-    except ImportError:
+    math_verify = _math_verify()
+    if math_verify is None:
         return False
     try:
-        return bool(verify(parse(f"${reference}$"), parse(f"${predicted}$")))
+        gold, target = math_verify.parse(f"${reference}$"), math_verify.parse(f"${predicted}$")
+        return bool(math_verify.verify(gold, target))
     except Exception:
         return False
 
@@ -621,7 +632,9 @@ def make_task(spec: str, *, seed: int = 0, **kwargs: Any) -> Task:
             raise ValueError("task 'jsonl' needs a file: write 'jsonl:PATH' or pass path=")
         return jsonl_task(path, seed=seed, **kwargs)
     if name == "sample" and not arg:
-        return jsonl_task(SAMPLE_PATH, seed=seed, **kwargs)
+        task = jsonl_task(SAMPLE_PATH, seed=seed, **kwargs)
+        task.name = "sample"
+        return task
     guess = difflib.get_close_matches(name, TASKS, n=1, cutoff=0.5)
     hint = f" Did you mean {guess[0]!r}?" if guess else ""
     raise ValueError(
