@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.adaroll-installed
 TORCH_VERSION := 2.13.0
-EXTRAS := dev,sb3,jit
+EXTRAS := dev,sb3,jit,train
 
 .PHONY: demo test test-fast lint format bench bench-env bench-bamdp install clean help
 

@@ -35,6 +35,12 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, str]] = {
         "main",
         "train a stable-baselines3 allocator (loads as allocator sb3:<path>)",
     ),
+    "grpo": (
+        "trainers.grpo",
+        "GRPOConfig",
+        "trainers.run:main",
+        "train a model with GRPO, rollouts placed by an allocator (metrics, eval, checkpoints)",
+    ),
 }
 
 
@@ -87,26 +93,51 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         parser.add_argument(_flag(f.name), help=f"{help_text} (default: {shown})", **kwargs)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``adaroll`` parser with one subparser per subcommand."""
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first argument that is not an option)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``adaroll`` parser with one subparser per subcommand.
+
+    Only ``command``'s module is imported (its config gives the options), so ``adaroll bench``
+    never imports torch; ``command=None`` imports every subcommand's module, ``""`` none.
+    """
     parser = argparse.ArgumentParser(
         prog="adaroll",
         description=(
             "Rollout allocation for GRPO post-training: benchmark allocators in the simulated "
-            "Gymnasium environments."
+            "Gymnasium environments, and train models with GRPO where allocators place rollouts."
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, cls_name, _, help_text) in SUBCOMMANDS.items():
+        if command is not None and name != command:
+            sub.add_parser(name, help=help_text)
+            continue
         cls = getattr(importlib.import_module(module), cls_name)
         p = sub.add_parser(name, help=help_text, description=(cls.__doc__ or help_text).strip())
         add_dataclass_arguments(p, cls)
     return parser
 
 
+def _resolve_main(module: str, fn_name: str) -> Any:
+    """The function ``fn_name`` of ``module``, or ``"package.module:function"`` in ``fn_name``."""
+    if ":" in fn_name:
+        mod_name, fn = fn_name.split(":")
+        return getattr(importlib.import_module(mod_name), fn)
+    return getattr(importlib.import_module(module), fn_name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``adaroll`` console script."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_of(argv)
+    parser = build_parser(command if command in SUBCOMMANDS else "")
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -117,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)}
     try:
         cfg = cls(**values)
-        getattr(mod, fn_name)(cfg)
+        _resolve_main(module, fn_name)(cfg)
     except (ValueError, TypeError) as exc:
         parser.exit(2, f"adaroll {args.command}: error: {exc}\n")
     return 0
