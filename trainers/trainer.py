@@ -184,7 +184,10 @@ class GRPOTrainer:
         if model is None or tokenizer is None:
             from trainers.models import load_policy
 
-            model, tokenizer = load_policy(cfg.model)
+            # fp32 master weights (a GPU computes in bf16 under autocast); "bfloat16" keeps
+            # the parameters themselves in bf16 to save memory
+            dtype = torch.bfloat16 if cfg.dtype == "bfloat16" else torch.float32
+            model, tokenizer = load_policy(cfg.model, dtype=dtype)
         self.tokenizer = tokenizer
         self.policy = model.to(self.device)
         self.policy.train()
@@ -200,13 +203,7 @@ class GRPOTrainer:
         self.model = self.policy  # what forward/backward go through (DDP-wrapped when parallel)
         if acc is not None:
             self.model, self.optimizer = acc.prepare(self.policy, self.optimizer)
-        self.engine: Engine = (
-            engine
-            if engine is not None
-            else make_engine(
-                cfg.engine, self.policy, tokenizer, batch_size=cfg.generation_batch_size
-            )
-        )
+        self.engine: Engine = engine if engine is not None else self._build_engine()
         self.sampling = SamplingSpec(
             max_new_tokens=cfg.max_completion_length, temperature=cfg.temperature, top_p=cfg.top_p
         )
@@ -240,6 +237,16 @@ class GRPOTrainer:
         if self.cfg.device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(f"device {self.cfg.device!r} asked for, but CUDA is not available")
         return torch.device(self.cfg.device)
+
+    def _build_engine(self) -> Engine:
+        cfg = self.cfg
+        kwargs: dict[str, Any] = {"batch_size": cfg.generation_batch_size}
+        if cfg.engine == "vllm":
+            from trainers.models import resolve_model_dir
+
+            # vLLM loads the model from its directory, then follows the policy's weights
+            kwargs.update(model_path=str(resolve_model_dir(cfg.model)), seed=cfg.seed)
+        return make_engine(cfg.engine, self.policy, self.tokenizer, **kwargs)
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         """bf16 autocast on a GPU that supports it (``dtype='auto'`` or ``'bfloat16'``)."""

@@ -1,0 +1,59 @@
+"""Worker for the data-parallel test: ``torchrun --nproc_per_node 2 dp_worker.py MODEL OUT``.
+
+Each rank trains a few GRPO steps on its shard of the prompts through accelerate (gloo on CPU),
+writes a checkpoint, then records a hash of its parameters, its prompt ids and its reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from trainers.grpo import GRPOConfig
+from trainers.run import save_checkpoint
+from trainers.trainer import GRPOTrainer
+
+
+def main(model_dir: str, out: str) -> None:
+    cfg = GRPOConfig(
+        model=model_dir,
+        allocator="bamdp",
+        batch_size=8,
+        group_size=4,
+        round_size=8,
+        lr=1e-3,
+        device="cpu",
+        eval_every=0,
+        tensorboard=False,
+        progress=False,
+        seed=3,
+    )
+    trainer = GRPOTrainer(cfg)
+    start = [p.detach().clone() for p in trainer.policy.parameters()]
+    reports, prompt_ids = [], []
+    for _ in range(3):
+        reports.append(trainer.train_step().as_dict())
+        prompt_ids.append([e.id for e in trainer.examples])
+    evaluation = trainer.evaluate(size=16, k=2)
+    save_checkpoint(trainer, out)
+    params = list(trainer.policy.parameters())
+    digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in params)).hexdigest()
+    changed = any(not torch.equal(a, b.detach()) for a, b in zip(start, params, strict=True))
+    record = {
+        "rank": trainer.rank,
+        "world": trainer.world,
+        "digest": digest,
+        "changed": changed,
+        "prompt_ids": prompt_ids,
+        "reports": reports,
+        "eval": evaluation,
+    }
+    Path(out, f"rank{trainer.rank}.json").write_text(json.dumps(record))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

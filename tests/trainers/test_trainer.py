@@ -1,0 +1,263 @@
+"""The GRPO trainer on the warm-started tiny model: step API, learning, faults, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from adaroll_env import model as am
+from adaroll_env.utilities import get_utility
+from agents.baselines import UniformAllocator
+from trainers.engines import SamplingSpec
+from trainers.engines.hf import HFEngine
+from trainers.grpo import GRPOConfig, per_token_logps
+from trainers.models import load_policy
+from trainers.run import checkpoint_dirs, main, read_jsonl
+from trainers.tasks import make_task
+from trainers.trainer import GRPOTrainer
+
+
+def small_cfg(model_dir: Path, **kw: Any) -> GRPOConfig:
+    base: dict[str, Any] = {
+        "model": str(model_dir),
+        "batch_size": 8,
+        "group_size": 4,
+        "round_size": 8,
+        "eval_every": 0,
+        "tensorboard": False,
+        "progress": False,
+        "device": "cpu",
+    }
+    base.update(kw)
+    return GRPOConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def policy(tiny_model_dir: Path) -> tuple[Any, Any]:
+    return load_policy(str(tiny_model_dir))
+
+
+# --- engine ------------------------------------------------------------------------------------
+def test_hf_engine_ragged_counts_seeds_and_logprobs(policy: tuple[Any, Any]) -> None:
+    model, tok = policy
+    engine = HFEngine(model, tok, batch_size=5)  # chunks cut across prompts
+    prompts = [tok(p).input_ids for p in ("1+2=", "33+4=", "5*6=", "12-7=")]
+    spec = SamplingSpec(max_new_tokens=6, temperature=1.0)
+    gen = engine.generate(prompts, [3, 0, 5, 1], spec, seed=7)
+    assert gen.prompt_index.tolist() == [0, 0, 0, 2, 2, 2, 2, 2, 3]
+    assert len(gen.texts) == len(gen.logprobs) == 9
+    again = engine.generate(prompts, [3, 0, 5, 1], spec, seed=7)
+    assert again.completion_ids == gen.completion_ids  # seeds are honoured
+    for j, c in enumerate(gen.completion_ids):
+        assert len(gen.logprobs[j]) == len(c)
+        assert gen.truncated[j] == (c[-1] != tok.eos_token_id)
+        p = prompts[gen.prompt_index[j]]
+        with torch.no_grad():
+            logits = model(torch.tensor([p + c])).logits[:, len(p) - 1 : -1]
+        lp = per_token_logps(logits, torch.tensor([c]))[0].numpy()
+        np.testing.assert_allclose(lp, gen.logprobs[j], atol=1e-4)
+    greedy = engine.generate(prompts, [1, 1, 1, 1], SamplingSpec(temperature=0.0), seed=0)
+    assert greedy.texts[0] == "3"  # the warm start solves one-digit sums
+
+
+# --- the step API ------------------------------------------------------------------------------
+def test_step_api_spends_the_budget_and_reports_utilities(tiny_model_dir: Path) -> None:
+    trainer = GRPOTrainer(small_cfg(tiny_model_dir, budget=24, round_size=6))
+    obs = trainer.begin_step()
+    params = trainer.params
+    assert params is not None and params.budget == 24 and params.mode == "rounds"
+    assert set(obs) == set(am.observe(params, am.initial_state(params)))
+    rounds = 0
+    while trainer.budget_left:
+        counts = np.zeros(8, dtype=np.int64)
+        counts[: am.next_round_size(params, trainer.state)] = 1  # type: ignore[arg-type]
+        counts = np.roll(counts, rounds)
+        result = trainer.run_round(counts)
+        rounds += 1
+        assert result.counts.sum() == 6 and result.successes.sum() <= 6
+    state = trainer.state
+    assert state is not None
+    report = trainer.finish_step()
+    assert report.rollouts == 24 and rounds == 4 and report.rounds == 4
+    s, f = np.asarray(state.successes), np.asarray(state.failures)
+    for name in ("informative", "hit", "grpo_signal", "dr_grpo_signal"):
+        assert report.utilities[name] == pytest.approx(float(get_utility(name)(s, f).sum()))
+    fracs = report.informative_frac + report.all_correct_frac + report.all_wrong_frac
+    assert fracs + report.empty_frac >= 1.0 - 1e-9
+    assert report.step == 0 and trainer.step == 1 and np.isfinite(report.loss)
+    assert report.tokens > 0 and report.tokens_per_s > 0
+
+
+def test_invalid_allocations_and_misuse_are_refused(tiny_model_dir: Path) -> None:
+    trainer = GRPOTrainer(small_cfg(tiny_model_dir, max_group=5))
+    with pytest.raises(RuntimeError, match="begin_step"):
+        trainer.run_round(np.ones(8, dtype=int))
+    trainer.begin_step()
+    with pytest.raises(ValueError, match="hands out 7 rollouts but this round is 8"):
+        trainer.run_round([1] * 7 + [0])
+    with pytest.raises(ValueError, match="non-negative integers"):
+        trainer.run_round([2, -1, 1, 1, 1, 1, 1, 2])
+    with pytest.raises(ValueError, match="8 integers"):
+        trainer.run_round([1, 1])
+    with pytest.raises(ValueError, match="exceeds its cap"):
+        trainer.run_round([6, 2, 0, 0, 0, 0, 0, 0])
+    with pytest.raises(RuntimeError, match="rollouts of the budget left"):
+        trainer.finish_step()
+    trainer.begin_step()  # abandons the step in progress
+    trainer.run_round([1] * 8)
+    while trainer.budget_left:
+        trainer.run_round([1] * 8)
+    assert trainer.finish_step().abandoned_steps == 1
+
+
+class _Greedy(UniformAllocator):
+    name = "bad-greedy"
+
+    def allocate(self, obs: Any) -> Any:
+        return np.full(self.params.num_questions, 3)  # never the round size
+
+
+def test_an_allocator_with_an_invalid_allocation_is_named(tiny_model_dir: Path) -> None:
+    trainer = GRPOTrainer(small_cfg(tiny_model_dir), allocator=_Greedy())
+    with pytest.raises(ValueError, match="allocator 'bad-greedy' returned an invalid allocation"):
+        trainer.train_step()
+
+
+def test_beliefs_carry_to_the_next_visit(tiny_model_dir: Path) -> None:
+    task = make_task("arithmetic", seed=0, num_train=8, num_test=40)
+    trainer = GRPOTrainer(small_cfg(tiny_model_dir, allocator="bamdp"), task=task)
+    first = trainer.train_step()
+    assert first.rollouts == 32
+    trainer.begin_step()  # the same 8 prompts again (the data set has 8)
+    assert trainer.params is not None
+    assert trainer.params.prior_alpha != 1.0 or trainer.params.prior_beta != 1.0
+    state = trainer.beliefs.state_dict()
+    assert sorted(state["ids"]) == sorted(e.id for e in task.train)
+
+
+# --- learning ----------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_grpo_raises_held_out_accuracy(tiny_model_dir: Path) -> None:
+    cfg = small_cfg(
+        tiny_model_dir,
+        batch_size=16,
+        group_size=8,
+        round_size=None,
+        lr=1e-3,
+        eval_size=240,
+        eval_k=4,
+    )
+    trainer = GRPOTrainer(cfg)
+    before = trainer.evaluate()
+    start = [p.detach().clone() for p in trainer.policy.parameters()]
+    reports = [trainer.train_step() for _ in range(40)]
+    after = trainer.evaluate()
+    assert all(np.isfinite(r.loss) for r in reports)
+    assert any(
+        not torch.equal(a, b.detach())
+        for a, b in zip(start, trainer.policy.parameters(), strict=True)
+    )
+    assert after["pass@1"] > before["pass@1"] + 0.03, (before, after)
+
+
+# --- faults ------------------------------------------------------------------------------------
+def test_a_raising_verifier_scores_zero_and_is_counted(tiny_model_dir: Path) -> None:
+    calls = {"n": 0}
+
+    def flaky(prompts: list[str], completions: list[str], **kw: Any) -> list[float]:
+        calls["n"] += 1
+        if calls["n"] % 2:
+            raise RuntimeError("verifier down")
+        return [
+            1.0 if c.strip() == a else 0.0 for c, a in zip(completions, kw["answer"], strict=True)
+        ]
+
+    task = make_task("arithmetic", seed=0, reward_funcs=flaky)
+    trainer = GRPOTrainer(small_cfg(tiny_model_dir), task=task)
+    report = trainer.train_step()
+    assert report.verifier_errors > 0 and report.rollouts == 32
+
+
+def test_a_nan_loss_skips_the_update_with_a_warning(tiny_model_dir: Path) -> None:
+    trainer = GRPOTrainer(small_cfg(tiny_model_dir, lr=1e-2))
+    head = trainer.policy.get_output_embeddings()
+    handle = head.register_forward_hook(
+        lambda mod, inp, out: out * float("nan") if torch.is_grad_enabled() else out
+    )
+    before = [p.detach().clone() for p in trainer.policy.parameters()]
+    with pytest.warns(RuntimeWarning, match="update is skipped"):
+        for _ in range(5):  # until a step has a group with signal
+            report = trainer.train_step()
+            if report.skipped_update:
+                break
+    handle.remove()
+    assert report.skipped_update and report.nan_skipped_total == 1
+    for a, b in zip(before, trainer.policy.parameters(), strict=True):
+        assert torch.equal(a, b.detach())
+
+
+def test_clear_errors_for_bad_setups(tiny_model_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises((FileNotFoundError, ValueError), match="pretrain-tiny"):
+        GRPOTrainer(small_cfg(tmp_path / "nope"))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty"):
+        GRPOTrainer(small_cfg(tiny_model_dir, task=f"jsonl:{empty}"))
+    with pytest.raises(ValueError, match="must exceed the pilot"):
+        small_cfg(tiny_model_dir, budget=8, pilot=1)
+
+
+# --- checkpoints and resume --------------------------------------------------------------------
+def _weights(directory: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(checkpoint_dirs(directory)[-1] / "model" / "model.safetensors"))
+
+
+@pytest.mark.slow
+def test_resume_continues_exactly(tiny_model_dir: Path, tmp_path: Path) -> None:
+    kw: dict[str, Any] = {"allocator": "bamdp", "lr": 1e-3, "eval_every": 2, "eval_size": 16}
+    straight = tmp_path / "straight"
+    main(small_cfg(tiny_model_dir, steps=4, save_every=2, out=str(straight), **kw))
+    split = tmp_path / "split"
+    main(small_cfg(tiny_model_dir, steps=2, save_every=2, out=str(split), **kw))
+    with pytest.raises(ValueError, match="--resume"):
+        main(small_cfg(tiny_model_dir, steps=4, out=str(split), **kw))
+    # a run killed while writing its next checkpoint leaves a temporary directory behind
+    (split / "checkpoints" / ".tmp-step-000003").mkdir()
+    main(small_cfg(tiny_model_dir, steps=4, save_every=2, out=str(split), resume=True, **kw))
+    a, b = read_jsonl(straight / "metrics.jsonl"), read_jsonl(split / "metrics.jsonl")
+    assert [r["step"] for r in b] == [0, 1, 2, 3]
+    for key in ("loss", "reward", "informative_frac", "rollouts_total", "grad_norm"):
+        assert [r[key] for r in a] == [r[key] for r in b], key
+    assert read_jsonl(straight / "eval.jsonl") == read_jsonl(split / "eval.jsonl")
+    wa, wb = _weights(straight), _weights(split)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    summary = json.loads((split / "summary.json").read_text())
+    assert summary["steps"] == 4 and summary["steps_this_run"] == 2
+    assert (split / "curve.png").exists() and (split / "config.json").exists()
+
+
+def test_grpo_command_line(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from trainers.cli import main as cli
+
+    out = tmp_path / "run"
+    code = cli(
+        ["grpo", "--model", str(tiny_model_dir), "--steps", "2", "--batch-size", "4",
+         "--group-size", "2", "--eval-every", "2", "--eval-size", "8", "--no-progress",
+         "--allocator", "thompson", "--out", str(out), "--device", "cpu"]
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads((out / "config.json").read_text())["allocator"] == "thompson"
+    assert len(read_jsonl(out / "metrics.jsonl")) == 2
+    assert any((out / "tb").iterdir())  # TensorBoard events
+    versions = json.loads((out / "versions.json").read_text())
+    assert "torch" in versions and "transformers" in versions
+    with pytest.raises(SystemExit) as bad:
+        cli(["grpo", "--model", str(tiny_model_dir), "--loss-type", "ppo"])
+    assert bad.value.code == 2
