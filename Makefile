@@ -15,6 +15,7 @@ help:
 	@echo "make bench      the default benchmark (same as the demo)"
 	@echo "make bench-env  env steps per second against CartPole (scripts/bench_env.py)"
 	@echo "make bench-bamdp  bamdp quality, bound gap and decision costs (scripts/bench_bamdp.py)"
+	@echo "make bench-trainer  our GRPO trainer against TRL's GRPOTrainer, same run (scripts/bench_trainer.py)"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +41,12 @@ bench-env: $(STAMP)
 
 bench-bamdp: $(STAMP)
 	$(PY) scripts/bench_bamdp.py
+
+# TRL is the speed peer of our GRPO trainer: installed only for this target (the trl extra).
+.PHONY: bench-trainer
+bench-trainer: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[trl]"
+	$(PY) scripts/bench_trainer.py
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile -q
