@@ -112,6 +112,9 @@ class BaseAllocator:
     name: str = "base"
     #: True when decisions draw from ``self.rng`` (no exact outcome-tree value then).
     stochastic: bool = False
+    #: False when decisions never depend on outcomes seen within the episode; the trainer then
+    #: hands out the whole budget in one round (the same allocation, fewer generate calls).
+    adaptive: bool = True
 
     def __init__(self) -> None:
         self._params: AllocationParams | None = None

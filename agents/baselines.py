@@ -27,6 +27,7 @@ class UniformAllocator(BaseAllocator):
     """
 
     name = "uniform"
+    adaptive = False
 
     def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
         """Take the params and compute the target split (a cache: it never changes a decision)."""
@@ -55,6 +56,7 @@ class RandomAllocator(BaseAllocator):
 
     name = "random"
     stochastic = True
+    adaptive = False
 
     def allocate(self, obs: Obs) -> NDArray[np.int64]:
         """Each rollout to a uniformly random question with room left."""

@@ -73,6 +73,14 @@ def _factory(spec: str) -> Callable[..., Any]:
     )
 
 
+def is_adaptive(spec: str) -> bool:
+    """Whether allocator ``spec`` may react to outcomes within an episode (its class's
+    ``adaptive`` flag; True when unknown). Learned ``sb3:`` allocators count as adaptive."""
+    if spec.strip().startswith("sb3:"):
+        return True
+    return bool(getattr(_factory(spec.strip()), "adaptive", True))
+
+
 def check_protocol(obj: Any, spec: str) -> None:
     """Raise TypeError naming what ``obj`` lacks of the ``Allocator`` protocol."""
     missing = [m for m in _REQUIRED if not callable(getattr(obj, m, None))]

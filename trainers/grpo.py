@@ -85,7 +85,11 @@ class GRPOConfig:
         default=None, metadata=_help("N: rollouts per step, pilot included (default G·B)")
     )
     round_size: int | None = field(
-        default=None, metadata=_help("R: rollouts the allocator hands out per round (default B)")
+        default=None,
+        metadata=_help(
+            "R: rollouts handed out per round (default B; the whole budget for allocators "
+            "that never react to outcomes, such as uniform)"
+        ),
     )
     pilot: int = field(default=0, metadata=_help("rollouts every prompt gets before allocating"))
     max_group: int | None = field(
@@ -148,6 +152,7 @@ class GRPOConfig:
     tensorboard: bool = field(default=True, metadata=_help("write TensorBoard events"))
     progress: bool = field(default=True, metadata=_help("show a progress bar"))
     seed: int = field(default=0, metadata=_help("master seed (data order, sampling, allocator)"))
+    threads: int = field(default=0, metadata=_help("torch CPU threads (0: torch's default)"))
     device: str = field(default="auto", metadata=_help("'auto', 'cpu', 'cuda' or 'cuda:N'"))
     dtype: Dtype = field(
         default="auto", metadata=_help("'auto' is bfloat16 on a GPU that supports it, else fp32")
@@ -180,7 +185,7 @@ class GRPOConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        for name in ("pilot", "eval_every", "save_every"):
+        for name in ("pilot", "eval_every", "save_every", "threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an integer >= 0, got {value!r}")

@@ -173,10 +173,15 @@ class GRPOTrainer:
             )
         self.local_batch = cfg.batch_size // self.world
         self.local_budget = cfg.rollout_budget // self.world
-        if cfg.round_size is None:
-            self.local_round = self.local_batch
-        else:
+        spec = allocator if allocator is not None else cfg.allocator
+        if cfg.round_size is not None:
             self.local_round = max(1, cfg.round_size // self.world)
+        elif not _is_adaptive(spec):
+            self.local_round = self.local_budget  # outcome-blind: one round, the same split
+        else:
+            self.local_round = self.local_batch
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
         self.device = self._pick_device()
         self.task = task if task is not None else make_task(cfg.task, seed=cfg.seed)
         if not self.task.train:
@@ -792,6 +797,14 @@ class GRPOTrainer:
     def close(self) -> None:
         """Release the engine and the accelerator's process group."""
         self.engine.close()
+
+
+def _is_adaptive(spec: Any) -> bool:
+    if isinstance(spec, str):
+        from agents.registry import is_adaptive
+
+        return is_adaptive(spec)
+    return bool(getattr(spec, "adaptive", True))
 
 
 def held_out_subset(test: list[Example], size: int | None) -> list[Example]:

@@ -34,6 +34,8 @@ class HFEngine:
         self.batch_size = batch_size
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.eos_id = tokenizer.eos_token_id
+        self._configs: dict[SamplingSpec, Any] = {}
+        self._dropout = _has_dropout(model)  # checked once: the trainer turns dropout off
 
     def generate(
         self,
@@ -52,7 +54,11 @@ class HFEngine:
         truncated = np.zeros(rows.size, dtype=bool)
         device = next(self.model.parameters()).device
         was_training = self.model.training
-        self.model.eval()
+        # train() and eval() differ only by dropout; without any, skip the switch (it walks
+        # every module on each call)
+        switch = was_training and self._dropout
+        if switch:
+            self.model.eval()
         devices = [device] if device.type == "cuda" else []
         try:
             with torch.random.fork_rng(devices=devices), torch.no_grad():
@@ -66,7 +72,8 @@ class HFEngine:
                     logprobs.extend(lps)
                     truncated[lo : lo + chunk.size] = trunc
         finally:
-            self.model.train(was_training)
+            if switch:
+                self.model.train(was_training)
         texts = self.tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
         return Generation(
             prompt_index=rows,
@@ -86,20 +93,10 @@ class HFEngine:
         for j, p in enumerate(prompts):
             input_ids[j, width - len(p) :] = torch.tensor(p, dtype=torch.long)
             attention[j, width - len(p) :] = 1
-        greedy = sampling.temperature == 0
-        kwargs: dict[str, Any] = {
-            "max_new_tokens": sampling.max_new_tokens,
-            "do_sample": not greedy,
-            "pad_token_id": self.pad_id,
-            "eos_token_id": self.eos_id,
-            "return_dict_in_generate": True,
-            "output_logits": True,
-            "use_cache": True,
-        }
-        if not greedy:
-            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
         out = self.model.generate(
-            input_ids=input_ids.to(device), attention_mask=attention.to(device), **kwargs
+            input_ids=input_ids.to(device),
+            attention_mask=attention.to(device),
+            generation_config=self._generation_config(sampling),
         )
         new = out.sequences[:, width:].cpu()  # [b, T]
         t = sampling.temperature if sampling.temperature > 0 else 1.0
@@ -117,6 +114,28 @@ class HFEngine:
             lps.append(picked[j, :end].numpy().astype(np.float32))
         return ids, lps, trunc
 
+    def _generation_config(self, sampling: SamplingSpec) -> Any:
+        """One ``GenerationConfig`` per sampling setting (built once; no top-k)."""
+        found = self._configs.get(sampling)
+        if found is None:
+            from transformers import GenerationConfig
+
+            greedy = sampling.temperature == 0
+            kwargs: dict[str, Any] = {
+                "max_new_tokens": sampling.max_new_tokens,
+                "do_sample": not greedy,
+                "pad_token_id": self.pad_id,
+                "eos_token_id": self.eos_id,
+                "return_dict_in_generate": True,
+                "output_logits": True,
+                "use_cache": True,
+            }
+            if not greedy:
+                kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+            found = GenerationConfig(**kwargs)
+            self._configs[sampling] = found
+        return found
+
     def sync_weights(self, model: Any) -> None:
         """Use ``model``'s weights: free when it is the engine's own module, else a copy."""
         if model is self.model:
@@ -125,3 +144,7 @@ class HFEngine:
 
     def close(self) -> None:
         """Nothing to release: the model belongs to the trainer."""
+
+
+def _has_dropout(model: Any) -> bool:
+    return any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
