@@ -45,8 +45,17 @@ for _env_id, _entry in _ENTRY_POINTS.items():
     if _env_id not in gym.registry:
         gym.register(id=_env_id, entry_point=_entry)
 
+#: The live env: a real GRPO trainer makes the rollouts. Registered by entry-point string, so
+#: importing adaroll_env never imports the trainer (torch, transformers); needs the ``train`` extra.
+LIVE_ENV_ID = "AdaRoll/GRPOTraining-v0"
+if LIVE_ENV_ID not in gym.registry:
+    gym.register(
+        id=LIVE_ENV_ID, entry_point="trainers.live_env:GRPOTrainingEnv", nondeterministic=True
+    )
+
 __all__ = [
     "ENV_IDS",
+    "LIVE_ENV_ID",
     "PROFILES",
     "AllocationParams",
     "AllocationState",

@@ -1,0 +1,92 @@
+"""AdaRoll/GRPOTraining-v0: the live env passes the checkers and runs every allocator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import adaroll_env
+from agents import make_allocator
+
+
+@pytest.fixture(scope="module")
+def env(tiny_model_dir: Path) -> Any:
+    gym.register_envs(adaroll_env)
+    e = gym.make(
+        adaroll_env.LIVE_ENV_ID,
+        model=str(tiny_model_dir),
+        batch_size=4,
+        group_size=8,  # the shipped sb3:pretrained was trained at G = 8, R = B
+        round_size=4,
+        device="cpu",
+        eval_every=0,
+        tensorboard=False,
+        progress=False,
+    )
+    yield e
+    e.close()
+
+
+def test_importing_adaroll_env_registers_the_live_env_lazily() -> None:
+    spec = gym.spec(adaroll_env.LIVE_ENV_ID)
+    assert spec.nondeterministic and spec.entry_point == "trainers.live_env:GRPOTrainingEnv"
+
+
+def test_gymnasium_and_sb3_checkers(env: Any) -> None:
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    check_env(env.unwrapped, skip_render_check=True)
+    sb3_check_env(env, warn=True)
+
+
+def run_episode(env: Any, allocator: Any, seed: int) -> tuple[float, dict[str, Any], Any]:
+    obs, info = env.reset(seed=seed)
+    allocator.reset(env.unwrapped.params, seed=seed)
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(allocator.act(obs))
+        assert isinstance(reward, float) and isinstance(terminated, bool)
+        total += reward
+        done = terminated or truncated
+    return total, info, obs
+
+
+@pytest.mark.parametrize("spec", ["uniform", "bamdp", "thompson", "sb3:pretrained"])
+def test_simulator_allocators_run_unchanged(env: Any, spec: str) -> None:
+    trainer = env.unwrapped.trainer
+    step = trainer.step
+    total, info, obs = run_episode(env, make_allocator(spec, env), seed=1)
+    report = info["report"]
+    assert trainer.step == step + 1 and report["rollouts"] == 32
+    # the return is the step's final utility, and the report agrees with the env
+    assert total == pytest.approx(report["utility/informative"])
+    assert np.asarray(info["allocation"]).sum() == 32 and obs["budget_left"][0] == 0
+
+
+def test_reset_mid_step_abandons_it(env: Any) -> None:
+    trainer = env.unwrapped.trainer
+    env.reset(seed=0)
+    env.step(adaroll_env.encode_counts([1, 1, 1, 1]))
+    abandoned = trainer.abandoned
+    obs, info = env.reset()
+    assert trainer.abandoned == abandoned + 1 and info["abandoned_steps"] == abandoned + 1
+    allocator, done = make_allocator("uniform", env, seed=0), False
+    while not done:  # finish the step begun by that reset
+        obs, _, done, _, info = env.step(allocator.act(obs))
+    assert info["report"]["abandoned_steps"] == abandoned + 1
+
+
+@pytest.mark.slow
+def test_an_sb3_algorithm_learns_on_it(env: Any) -> None:
+    from stable_baselines3 import PPO
+
+    trainer = env.unwrapped.trainer
+    step = trainer.step
+    model = PPO("MultiInputPolicy", env, n_steps=8, batch_size=8, n_epochs=1, seed=0)
+    model.learn(total_timesteps=32)  # four GRPO steps of eight rounds
+    assert trainer.step >= step + 3
