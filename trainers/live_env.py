@@ -71,7 +71,7 @@ class GRPOTrainingEnv(gym.Env[dict[str, NDArray[np.float32]], NDArray[np.float32
     * v0: initial version.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012
 
     def __init__(
         self,
