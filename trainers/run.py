@@ -167,6 +167,25 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
 
 
+def write_beliefs(trainer: Any, path: Path) -> None:
+    """The belief store's per-prompt observed pass rates (this rank's prompts), for calibration:
+    ids, discounted success fractions and discounted rollout counts."""
+    state = trainer.beliefs.state_dict()
+    a = [float(x) for x in state["a"]]
+    b = [float(x) for x in state["b"]]
+    record = {
+        "step": trainer.step,
+        "decay": state["decay"],
+        "ids": state["ids"],
+        "rates": [x / (x + y) if x + y > 0 else 0.0 for x, y in zip(a, b, strict=True)],
+        "rollouts": [x + y for x, y in zip(a, b, strict=True)],
+        "fitted_prior": list(trainer.beliefs.base_prior())
+        if trainer.beliefs.base == "fitted"
+        else None,
+    }
+    path.write_text(json.dumps(record) + "\n")
+
+
 def plot_curve(out: Path) -> Path | None:
     """``curve.png``: held-out pass@1 against rollouts spent, and the informative fraction."""
     evals = read_jsonl(out / "eval.jsonl")
@@ -278,6 +297,7 @@ def main(cfg: GRPOConfig, **trainer_kwargs: Any) -> dict[str, Any]:
         assert log is not None
         log.close()
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_beliefs(trainer, out / "beliefs.json")
         plot_curve(out)
         _print_summary(console, summary)
     trainer.close()
