@@ -35,6 +35,12 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, str]] = {
         "main",
         "train a stable-baselines3 allocator (loads as allocator sb3:<path>)",
     ),
+    "pretrain-tiny": (
+        "trainers.pretrain",
+        "PretrainConfig",
+        "main",
+        "warm-start the tiny model on arithmetic (what the model name 'tiny' loads)",
+    ),
     "grpo": (
         "trainers.grpo",
         "GRPOConfig",
