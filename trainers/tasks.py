@@ -21,12 +21,13 @@ import functools
 import json
 import math
 import re
+import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -249,6 +250,15 @@ def _draw(rng: np.random.Generator, level: int) -> tuple[int, str, int]:
             return a, op, b
 
 
+ArithmeticPool = Literal["rl", "warmup", "all"]
+
+
+def _pool_of(expr: tuple[int, str, int]) -> str:
+    """The fixed half of the expressions an expression belongs to: ``"warmup"`` or ``"rl"``."""
+    a, op, b = expr
+    return "warmup" if zlib.crc32(f"{a}{op}{b}".encode()) % 2 == 0 else "rl"
+
+
 def _arith_example(id_: int, expr: tuple[int, str, int], level: int) -> Example:
     a, op, b = expr
     result = a + b if op == "+" else a - b if op == "-" else a * b
@@ -283,6 +293,7 @@ def arithmetic_task(
     num_test: int = 400,
     levels: Sequence[int] | None = None,
     reward_funcs: RewardFunc | Sequence[RewardFunc] | None = None,
+    pool: ArithmeticPool = "rl",
 ) -> Task:
     """Synthetic arithmetic with graded difficulty, scored by exact match.
 
@@ -308,6 +319,11 @@ def arithmetic_task(
     levels as those caps allow; every chosen level gets at least one. Train examples are drawn
     with replacement from the rest, evenly over levels, then shuffled. Train ids are ``0..n-1``,
     test ids ``1_000_000 + j``. ``reward_funcs`` (TRL-style) replaces the exact-match verifier.
+
+    ``pool`` splits the non-test expressions in two fixed halves (by a hash of the expression):
+    ``"warmup"`` for the supervised warm start of the tiny model, ``"rl"`` (default) for GRPO
+    training, ``"all"`` for both. The warm start never sees an RL prompt, so what GRPO learns on
+    its prompts has to generalise, exactly as it must to move the held-out accuracy.
 
     >>> task = arithmetic_task(seed=0, num_train=8, num_test=8)
     >>> len(task.train), len(task.test)
@@ -343,11 +359,13 @@ def arithmetic_task(
                 seen.add(expr)
                 test.append(_arith_example(TEST_ID_OFFSET + len(test), expr, lv))
         held_out[lv] = seen
+    if pool not in ("rl", "warmup", "all"):
+        raise ValueError(f"pool must be 'rl', 'warmup' or 'all', got {pool!r}")
     train_exprs: list[tuple[tuple[int, str, int], int]] = []
     for lv, count in zip(chosen, _even_split(num_train, [num_train] * len(chosen)), strict=True):
         while count > 0:
             expr = _draw(rng, lv)
-            if expr not in held_out[lv]:
+            if expr not in held_out[lv] and (pool == "all" or _pool_of(expr) == pool):
                 train_exprs.append((expr, lv))
                 count -= 1
     order = rng.permutation(len(train_exprs))

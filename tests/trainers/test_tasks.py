@@ -379,3 +379,16 @@ def test_make_task_unknown_name_suggests():
     assert "Known: arithmetic, jsonl, sample" in str(e.value)
     with pytest.raises(ValueError, match="Did you mean 'jsonl'"):
         make_task("jsnl:foo.jsonl")
+
+
+def test_arithmetic_pools_split_the_non_test_expressions() -> None:
+    rl = make_task("arithmetic", seed=0, num_train=3000)
+    warm = make_task("arithmetic", seed=0, num_train=3000, pool="warmup")
+    both = make_task("arithmetic", seed=0, num_train=3000, pool="all")
+    rl_p, warm_p = {e.prompt for e in rl.train}, {e.prompt for e in warm.train}
+    assert not rl_p & warm_p  # the warm start never sees a GRPO prompt
+    assert [e.prompt for e in rl.test] == [e.prompt for e in warm.test]  # one held-out split
+    all_p = {e.prompt for e in both.train}
+    assert all_p & rl_p and all_p & warm_p
+    with pytest.raises(ValueError, match="pool must be"):
+        make_task("arithmetic", pool="sft")
