@@ -54,7 +54,7 @@ class CompeteConfig:
         default="fixed", metadata=_help("prior of unseen prompts: 'fixed' or 'fitted'")
     )
     belief_decay: float = field(default=0.95, metadata=_help("per-step forgetting of beliefs"))
-    lr: float = field(default=2e-4, metadata=_help("learning rate"))
+    lr: float = field(default=3e-4, metadata=_help("learning rate"))
     loss_type: LossType = field(default="dapo", metadata=_help("loss normalisation"))
     scale_rewards: ScaleRewards = field(default="group", metadata=_help("advantage scaling"))
     max_completion_length: int = field(default=8, metadata=_help("new tokens per completion"))

@@ -52,6 +52,13 @@ from trainers.tasks import Example, Task, make_task, pass_at_k
 SUCCESS_THRESHOLD = 0.5
 
 
+def build_task(cfg: GRPOConfig) -> Task:
+    """The config's task; synthetic tasks generate ``task_size`` training prompts."""
+    if cfg.task == "arithmetic" and cfg.task_size is not None:
+        return make_task(cfg.task, seed=cfg.seed, num_train=cfg.task_size)
+    return make_task(cfg.task, seed=cfg.seed)
+
+
 def derive_seed(*parts: int) -> int:
     """A 31-bit seed from integer parts (master seed, purpose, step, round, rank)."""
     return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1)[0])
@@ -183,7 +190,7 @@ class GRPOTrainer:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.device = self._pick_device()
-        self.task = task if task is not None else make_task(cfg.task, seed=cfg.seed)
+        self.task = task if task is not None else build_task(cfg)
         if not self.task.train:
             raise ValueError(f"task {self.task.name!r} has no training prompts: check the data")
         if model is None or tokenizer is None:

@@ -25,6 +25,7 @@ from trainers.trainer import GRPOTrainer
 def small_cfg(model_dir: Path, **kw: Any) -> GRPOConfig:
     base: dict[str, Any] = {
         "model": str(model_dir),
+        "task_size": 2000,
         "batch_size": 8,
         "group_size": 4,
         "round_size": 8,
