@@ -49,7 +49,7 @@ TINY_SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>")
 TINY_CHARACTERS = (*(chr(c) for c in range(32, 127)), "\n")
 #: bumped whenever the tiny model's recipe (tokenizer, architecture, training code) changes, so
 #: cached builds of an older recipe are not reused
-TINY_RECIPE_VERSION = 1
+TINY_RECIPE_VERSION = 2
 #: the file written last into a tiny model directory; its presence marks a complete build
 TINY_METADATA_FILE = "adaroll_tiny.json"
 
@@ -108,7 +108,7 @@ class TinyConfig:
     num_attention_heads: int = 2
     num_key_value_heads: int = 2
     head_dim: int = 64
-    intermediate_size: int = 384
+    intermediate_size: int = 256
     max_position_embeddings: int = 64
     rope_theta: float = 10000.0
 

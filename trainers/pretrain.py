@@ -8,6 +8,13 @@ config is tuned for that spread, not for accuracy. The report (per level, on the
 gives greedy accuracy, sampled (temperature 1) pass@1 and pass@k, and the fraction of prompts
 whose sampled pass rate lies strictly between 0 and 1.
 
+Data: the ``warmup`` half of the arithmetic expressions (GRPO trains on the other half, so what
+it learns has to generalise), levels 0-5 weighted evenly, levels 6-7 (three-digit operands) left
+out so that they stay near 0. The default (1,400 steps of 64 sequences, lr 1e-3, two layers of
+width 128) takes about a minute on one CPU core and, over seeds 0-2, leaves held-out sampled
+pass@1 near 0.28, pass@8 near 0.5 and 35-45 % of prompts with a pass rate strictly inside (0, 1).
+A higher learning rate (3e-3) learns multi-digit addition far more slowly at this budget.
+
 The directory written holds the model and tokenizer (``save_pretrained``) and
 ``adaroll_tiny.json``: the config that ran, the loss curve summary and the report.
 """
@@ -46,10 +53,16 @@ class PretrainConfig:
         default=None,
         metadata={"help": "output directory; none = the tiny model cache (what load 'tiny' uses)"},
     )
-    seed: int = field(default=0, metadata={"help": "seed of the task split, init and batches"})
-    steps: int = field(default=3200, metadata={"help": "optimizer steps"})
+    seed: int = field(
+        default=0,
+        metadata={
+            "help": "seed of the task split (keep the trainer's, so its held-out split stays "
+            "unseen), the initialisation and the batches"
+        },
+    )
+    steps: int = field(default=1400, metadata={"help": "optimizer steps"})
     batch_size: int = field(default=64, metadata={"help": "sequences per step"})
-    lr: float = field(default=3e-3, metadata={"help": "peak AdamW learning rate"})
+    lr: float = field(default=1e-3, metadata={"help": "peak AdamW learning rate"})
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay"})
     warmup: float = field(
         default=0.05, metadata={"help": "fraction of steps with linear warm-up (then cosine)"}
@@ -57,24 +70,24 @@ class PretrainConfig:
     num_train: int = field(
         default=200000,
         metadata={
-            "help": "arithmetic training examples drawn (evenly over all levels; those outside "
-            "levels are dropped)"
+            "help": "arithmetic training examples in the pool (drawn evenly over all levels, "
+            "then sampled by level_weights)"
         },
     )
     num_test: int = field(
         default=400,
         metadata={"help": "held-out arithmetic examples (keep the trainer's value: same split)"},
     )
-    levels: str = field(
-        default="0,1,2,3,4,5",
+    level_weights: str = field(
+        default="1,1,1,1,1,1,0,0",
         metadata={
-            "help": "comma-separated arithmetic levels to train on, or 'all' (the report covers "
-            "every level)"
+            "help": "comma-separated sampling weight of each arithmetic level (0 = not trained); "
+            "the report covers every level"
         },
     )
     hidden_size: int = field(default=128, metadata={"help": "model width (heads of size 64)"})
     num_layers: int = field(default=2, metadata={"help": "transformer layers"})
-    intermediate_size: int = field(default=384, metadata={"help": "MLP width"})
+    intermediate_size: int = field(default=256, metadata={"help": "MLP width"})
     eval_samples: int = field(
         default=8, metadata={"help": "samples per held-out prompt for pass@1 and pass@k (k)"}
     )
@@ -100,27 +113,31 @@ class PretrainConfig:
                 "use 64, 128, 192, ..."
             )
         if not self.lr > 0:
-            raise ValueError(f"lr ({self.lr}) must be positive, e.g. 3e-3")
+            raise ValueError(f"lr ({self.lr}) must be positive, e.g. 1e-3")
         if self.weight_decay < 0:
             raise ValueError(f"weight_decay ({self.weight_decay}) must be >= 0")
         if not 0 <= self.warmup < 1:
             raise ValueError(f"warmup ({self.warmup}) is a fraction of steps in [0, 1)")
         if self.threads < 0:
             raise ValueError(f"threads ({self.threads}) must be >= 0 (0 = one per core)")
-        self.level_list()  # validates the spelling
+        self.weights()  # validates the spelling
 
-    def level_list(self) -> list[int] | None:
-        """The training levels, or None for all."""
-        text = self.levels.strip().lower()
-        if text in ("all", ""):
-            return None
+    def weights(self) -> np.ndarray:
+        """The per-level sampling weights, normalised to sum to 1 (``[L]``)."""
+        from trainers.tasks import ARITHMETIC_LEVELS
+
+        count = len(ARITHMETIC_LEVELS)
         try:
-            return sorted({int(x) for x in text.split(",") if x.strip()})
+            w = np.array([float(x) for x in self.level_weights.split(",")], dtype=np.float64)
         except ValueError:
+            w = np.array([], dtype=np.float64)
+        if w.size != count or not np.all(np.isfinite(w)) or (w < 0).any() or w.sum() <= 0:
             raise ValueError(
-                f"levels ({self.levels!r}) must be 'all' or comma-separated integers such as "
-                "'0,1,2'"
-            ) from None
+                f"level_weights ({self.level_weights!r}) must be {count} comma-separated "
+                f"non-negative numbers, one per arithmetic level, not all 0, such as "
+                f"'{','.join(['1'] * (count - 2) + ['0', '0'])}'"
+            )
+        return w / w.sum()
 
     def model_config(self) -> TinyConfig:
         """The tiny architecture these knobs describe."""
@@ -355,17 +372,17 @@ def train_and_save(cfg: PretrainConfig, directory: str | os.PathLike | None = No
     torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
     try:
         # The full task (all levels), so that its held-out split is the trainer's; the level
-        # filter applies to the training examples only.
+        # filter applies to the training examples only. The warm start draws from the
+        # 'warmup' half of the expressions: GRPO's prompts ('rl' half) stay unseen.
         task = make_task(
-            "arithmetic", seed=cfg.seed, num_train=cfg.num_train, num_test=cfg.num_test
+            "arithmetic",
+            seed=cfg.seed,
+            num_train=cfg.num_train,
+            num_test=cfg.num_test,
+            pool="warmup",
         )
-        chosen = cfg.level_list()
-        train = [ex for ex in task.train if chosen is None or ex.level in chosen]
-        if not train:
-            raise ValueError(
-                f"levels ({cfg.levels!r}) select none of the arithmetic levels "
-                f"{sorted({ex.level for ex in task.train})}: pick some of those"
-            )
+        weights = cfg.weights()
+        train = [ex for ex in task.train if weights[ex.level] > 0]
         tokenizer = build_tiny_tokenizer()
         model = build_tiny_model(cfg.model_config(), cfg.seed, tokenizer=tokenizer)
         input_ids, labels = encode_supervised(
@@ -383,8 +400,12 @@ def train_and_save(cfg: PretrainConfig, directory: str | os.PathLike | None = No
         )
         model.train()
         losses: list[float] = []
-        order = rng.permutation(len(input_ids))
-        cursor = 0
+        # Every batch of the run, drawn at once: level l has probability weights[l], spread
+        # evenly over its examples.
+        levels = np.array([ex.level for ex in train])
+        per_level = np.bincount(levels, minlength=weights.size)
+        p = weights[levels] / per_level[levels]
+        stream = rng.choice(len(train), size=(cfg.steps, cfg.batch_size), p=p / p.sum())
         progress = Progress(
             TextColumn("[bold]pretrain-tiny"),
             BarColumn(),
@@ -397,11 +418,8 @@ def train_and_save(cfg: PretrainConfig, directory: str | os.PathLike | None = No
         )
         with progress:
             bar = progress.add_task("train", total=cfg.steps, loss=float("nan"))
-            for _ in range(cfg.steps):
-                if cursor + cfg.batch_size > len(order):
-                    order, cursor = rng.permutation(len(input_ids)), 0
-                idx = torch.from_numpy(order[cursor : cursor + cfg.batch_size])
-                cursor += cfg.batch_size
+            for step in range(cfg.steps):
+                idx = torch.from_numpy(stream[step])
                 width = int(lengths[idx].max())
                 batch_ids = input_ids[idx, :width]  # [B, T]
                 batch_labels = labels[idx, :width]  # [B, T]

@@ -135,7 +135,10 @@ def test_tiny_config_rejects_bad_head_counts():
         ({"hidden_size": 100}, "multiple of the head size 64"),
         ({"lr": 0.0}, "lr"),
         ({"warmup": 1.0}, "warmup"),
-        ({"levels": "1,two"}, "comma-separated"),
+        ({"level_weights": "1,two"}, "comma-separated"),
+        ({"level_weights": "1,1"}, "one per arithmetic level"),
+        ({"level_weights": "0,0,0,0,0,0,0,0"}, "not all 0"),
+        ({"level_weights": "1,1,1,1,1,1,-1,0"}, "non-negative"),
         ({"threads": -1}, "threads"),
     ],
 )
@@ -274,21 +277,30 @@ def test_warm_start_learned_and_leaves_a_spread(tiny_model_dir, tiny_policy):
     assert np.isfinite(loss["last"]) and loss["last"] < 0.5 * loss["first"]
     report = meta["report"]
     levels = {row["level"]: row for row in report["levels"]}
-    hardest = max(levels)
-    assert levels[0]["greedy"] >= 0.7
-    assert levels[hardest]["greedy"] <= 0.1
+    assert sorted(levels) == list(range(8))  # the report covers every level, trained or not
+    # Easy levels mostly solved, the untrained three-digit levels not at all.
+    assert (levels[0]["greedy"] * levels[0]["n"] + levels[1]["greedy"] * levels[1]["n"]) / (
+        levels[0]["n"] + levels[1]["n"]
+    ) >= 0.7
+    assert max(row["greedy"] for row in levels.values()) >= 0.8
+    assert levels[6]["greedy"] <= 0.05 and levels[7]["greedy"] <= 0.05
+    # Middle levels partly solved: neither mastered nor hopeless, with room at pass@k.
+    for lv in (2, 3, 5):
+        assert 0.05 <= levels[lv]["pass@1"] <= 0.8, levels[lv]
+        assert levels[lv][f"pass@{report['k']}"] >= levels[lv]["pass@1"] + 0.1, levels[lv]
     overall = report["overall"]
-    assert 0.15 <= overall["pass@1"] <= 0.6
+    assert 0.2 <= overall["pass@1"] <= 0.55
     assert overall[f"pass@{report['k']}"] >= overall["pass@1"] + 0.15
     rates = np.array(report["pass_rates"])
     assert ((rates > 0) & (rates < 1)).mean() >= 0.25  # GRPO has informative groups
-    assert (rates == 0).mean() >= 0.1 and (rates == 1).mean() >= 0.02
+    assert (rates == 0).mean() >= 0.1 and (rates == 1).mean() >= 0.05
     # The saved weights reproduce the report's greedy accuracy (recomputed here).
     model, tok = tiny_policy
     task = make_task("arithmetic", seed=0, num_train=10, num_test=meta["config"]["num_test"])
-    easy = [ex for ex in task.test if ex.level == 0]
+    easy = [ex for ex in task.test if ex.level <= 1]
     again = evaluate(model, tok, easy, num_samples=2, max_new_tokens=6, seed=0)
-    assert again["overall"]["greedy"] == pytest.approx(levels[0]["greedy"])
+    for row in again["levels"]:
+        assert row["greedy"] == pytest.approx(levels[row["level"]]["greedy"])
 
 
 def test_pretrain_is_deterministic_given_seed(tmp_path):
