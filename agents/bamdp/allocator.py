@@ -19,6 +19,8 @@ PriorMode = Literal["tables", "interpolate"]
 
 #: Relative tolerance when matching the observation's priors (float32) to the params' priors.
 PRIOR_RTOL = 1e-5
+#: up to this many distinct priors in one episode get a table each; more are interpolated
+MAX_EXACT_PRIORS = 4
 
 
 class _Tables:
@@ -128,7 +130,7 @@ class BAMDPAllocator(BaseAllocator):
         self._seq = None
         a, b = prior_arrays(params)
         self._param_priors = (a, b)
-        self._tables_for(a, b)
+        self._param_tables()
         limit = self.exact_limit(params)
         self._use_exact = self.exact and estimate_states(params, limit=limit) <= limit
         if self._use_exact:
@@ -193,6 +195,18 @@ class BAMDPAllocator(BaseAllocator):
             self._tables[key] = found
         return found
 
+    def _param_tables(self) -> _Tables:
+        """The tables of the params' priors: one per prior when there are few distinct ones,
+        else (``prior_mode="interpolate"``) the interpolation grid's, so that a batch of
+        per-prompt priors from a belief store costs no new tables once the grid is built."""
+        pa, pb = self._param_priors
+        distinct = len(set(zip(pa.tolist(), pb.tolist(), strict=True)))
+        if self.prior_mode == "interpolate" and distinct > MAX_EXACT_PRIORS:
+            return self._tables_for(
+                self._round_priors(pa), self._round_priors(pb), interpolate=True
+            )
+        return self._tables_for(pa, pb)
+
     def _round_priors(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         digits = self.prior_digits - 1 - np.floor(np.log10(np.abs(x)))
         scale = 10.0**digits
@@ -206,7 +220,7 @@ class BAMDPAllocator(BaseAllocator):
         if (np.abs(oa - pa) <= PRIOR_RTOL * pa).all() and (
             np.abs(ob - pb) <= PRIOR_RTOL * pb
         ).all():
-            return self._tables_for(pa, pb)
+            return self._param_tables()
         ra, rb = self._round_priors(oa), self._round_priors(ob)
         return self._tables_for(ra, rb, interpolate=self.prior_mode == "interpolate")
 

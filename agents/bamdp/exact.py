@@ -352,6 +352,31 @@ def estimate_states(params: AllocationParams, *, limit: int | None = None) -> in
     """
     if not isinstance(params, AllocationParams):
         raise TypeError(f"estimate_states needs AllocationParams, got {type(params).__name__}")
+    # the count depends on the prior groups' sizes, not on the prior values: memoised by shape
+    # (a trainer resets bamdp every step with fresh per-prompt priors of the same shape)
+    key = (
+        tuple(sorted(len(g) for g in _prior_groups(params))),
+        params.num_questions,
+        params.total_budget,
+        params.pilot,
+        params.cap,
+        params.mode,
+        params.round_size,
+        limit,
+    )
+    found = _ESTIMATES.get(key)
+    if found is None:
+        found = _estimate_states(params, limit=limit)
+        if len(_ESTIMATES) > 4096:
+            _ESTIMATES.clear()
+        _ESTIMATES[key] = found
+    return found
+
+
+_ESTIMATES: dict[tuple[Any, ...], int] = {}
+
+
+def _estimate_states(params: AllocationParams, *, limit: int | None) -> int:
     if limit is not None:
         sizes = [len(g) for g in _prior_groups(params)]
         lb = 0
