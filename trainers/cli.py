@@ -47,6 +47,12 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, str]] = {
         "trainers.run:main",
         "train a model with GRPO, rollouts placed by an allocator (metrics, eval, checkpoints)",
     ),
+    "compete": (
+        "trainers.compete",
+        "CompeteConfig",
+        "main",
+        "allocators compete in real GRPO training: same checkpoint, data, seeds and budget",
+    ),
 }
 
 
