@@ -252,18 +252,27 @@ def main(cfg: EngineBenchConfig) -> dict[str, Any]:
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
-    console = Console()
+    console = Console(width=max(Console().width, 100))
     table = Table(title=f"HF vs vLLM engine — {cfg.model}, {cfg.max_new_tokens} new tokens")
-    for col in ("row", "completions", "HF tok/s", "vLLM tok/s", "vLLM / HF", "best HF / vLLM"):
+    for col in (
+        "group sizes",
+        "samples",
+        "HF tok/s",
+        "vLLM tok/s",
+        "vLLM/HF",
+        "best HF",
+        "best vLLM",
+    ):
         table.add_column(col, justify="right")
     for r in generation:
         table.add_row(
-            f"{r['prompts']} prompts × {r['row']}",
+            f"{r['prompts']} × {r['row']}",
             str(r["completions"]),
             f"{r['hf_tokens_per_s']:,.0f}",
             f"{r['vllm_tokens_per_s']:,.0f}",
             f"{r['speedup']:.2f}",
-            f"{r['hf_best_tokens_per_s']:,.0f} / {r['vllm_best_tokens_per_s']:,.0f}",
+            f"{r['hf_best_tokens_per_s']:,.0f}",
+            f"{r['vllm_best_tokens_per_s']:,.0f}",
         )
     console.print(table)
     extra = Table(title="GRPO step and weight sync (medians)")
@@ -281,7 +290,7 @@ def main(cfg: EngineBenchConfig) -> dict[str, Any]:
     extra.add_row("weight sync (s)", "0 (same module)", f"{result['sync_seconds']:.3g}")
     extra.add_row("vLLM start-up (s)", "", f"{startup:.1f}")
     extra.add_row(
-        f"log-prob agreement ({agreement['tokens']} tokens): mean / max",
+        f"|vLLM − trainer| log-prob, {agreement['tokens']} tokens: mean / max",
         "",
         f"{agreement['mean_abs_diff']:.1e} / {agreement['max_abs_diff']:.1e}",
     )

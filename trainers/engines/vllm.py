@@ -9,7 +9,7 @@ How it maps the engine interface (``trainers.engines.base``) onto vLLM (0.32 is 
 * **Ragged groups natively**: one ``SamplingParams(n=k_i)`` per prompt in a single ``generate``
   call, prompts given as token ids (``{"prompt_token_ids": ids}``); ``k_i = 0`` prompts are not
   sent. Greedy decoding (temperature 0) asks for one sample (vLLM refuses ``n > 1`` when greedy)
-  and repeats it ``k_i`` times.
+  and repeats it ``k_i`` times. vLLM accepts temperatures up to 2.
 * **Seeds**: every prompt gets its own seed, derived from the engine's ``seed``, the call's
   ``seed`` and the prompt's position; vLLM gives its ``j``-th sample ``seed + j``. Same seed,
   same completions; the caller's random state is untouched.
