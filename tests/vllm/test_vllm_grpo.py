@@ -1,5 +1,10 @@
 """A short ``adaroll grpo --engine vllm`` run on arithmetic learns, with vLLM's log-probs as the
-old log-probs (``--old-logprobs engine``) agreeing with the trainer's to float precision."""
+old log-probs (``--old-logprobs engine``) agreeing with the trainer's to float precision.
+
+The run's settings and threshold are those of the HF engine's learning test
+(``tests/trainers/test_trainer.py::test_grpo_raises_held_out_accuracy``): change both together
+when the tiny model's recipe or the trainer's defaults change.
+"""
 
 from __future__ import annotations
 
