@@ -144,26 +144,21 @@ def test_beliefs_carry_to_the_next_visit(tiny_model_dir: Path) -> None:
 # --- learning ----------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_grpo_raises_held_out_accuracy(tiny_model_dir: Path) -> None:
-    cfg = small_cfg(
-        tiny_model_dir,
-        batch_size=16,
-        group_size=8,
-        round_size=None,
-        lr=1e-3,
-        eval_size=240,
-        eval_k=4,
-    )
-    trainer = GRPOTrainer(cfg)
-    before = trainer.evaluate()
+    # sums of one and two digits, held-out expressions never trained on: the warm start is
+    # partly right there, and GRPO's gains must generalise to show
+    task = make_task("arithmetic", seed=0, num_train=4000, num_test=80, levels=[0, 1])
+    cfg = small_cfg(tiny_model_dir, batch_size=16, group_size=8, round_size=None, lr=1e-4)
+    trainer = GRPOTrainer(cfg, task=task)
+    before = trainer.evaluate(size=None, k=8)
     start = [p.detach().clone() for p in trainer.policy.parameters()]
-    reports = [trainer.train_step() for _ in range(40)]
-    after = trainer.evaluate()
+    reports = [trainer.train_step() for _ in range(150)]
+    after = trainer.evaluate(size=None, k=8)
     assert all(np.isfinite(r.loss) for r in reports)
     assert any(
         not torch.equal(a, b.detach())
         for a, b in zip(start, trainer.policy.parameters(), strict=True)
     )
-    assert after["pass@1"] > before["pass@1"] + 0.03, (before, after)
+    assert after["pass@1"] > before["pass@1"] + 0.05, (before, after)
 
 
 # --- faults ------------------------------------------------------------------------------------
