@@ -119,7 +119,7 @@ class GRPOConfig:
     max_minutes: float | None = field(
         default=None, metadata=_help("stop after this many minutes of training (default: none)")
     )
-    lr: float = field(default=3e-4, metadata=_help("AdamW learning rate"))
+    lr: float = field(default=3e-5, metadata=_help("AdamW learning rate"))
     weight_decay: float = field(default=0.0, metadata=_help("AdamW weight decay"))
     max_grad_norm: float = field(default=1.0, metadata=_help("gradient clipping (0: off)"))
     loss_type: LossType = field(default="dapo", metadata=_help("loss normalisation"))
