@@ -62,6 +62,8 @@ def test_hf_engine_ragged_counts_seeds_and_logprobs(policy: tuple[Any, Any]) -> 
             logits = model(torch.tensor([p + c])).logits[:, len(p) - 1 : -1]
         lp = per_token_logps(logits, torch.tensor([c]))[0].numpy()
         np.testing.assert_allclose(lp, gen.logprobs[j], atol=1e-4)
+    nothing = engine.generate(prompts, [0, 0, 0, 0], spec, seed=0)
+    assert len(nothing) == 0 and nothing.texts == [] and nothing.num_tokens == 0
     greedy = engine.generate(prompts, [1, 1, 1, 1], SamplingSpec(temperature=0.0), seed=0)
     assert greedy.texts[0] == "3"  # the warm start solves one-digit sums
 

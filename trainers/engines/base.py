@@ -5,8 +5,10 @@ ids, texts and the per-token log-probabilities of the sampled tokens. ``sync_wei
 makes it generate with the trainer's current weights after an update.
 
 Log-probabilities are those of the **sampling distribution before top-p truncation**: the
-model's logits divided by the temperature (vLLM's ``processed_logprobs``; temperature 0 reads as
-1). The trainer recomputes exactly this quantity, so the two agree up to numerics.
+model's logits divided by the temperature (temperature 0 reads as 1). The trainer recomputes
+exactly this quantity, so the two agree up to numerics. ``VLLMEngine`` returns vLLM's
+``processed_logprobs``, which are exactly these at ``top_p = 1`` (the default); with
+``top_p < 1`` vLLM renormalises over the nucleus, and that engine warns.
 """
 
 from __future__ import annotations

@@ -74,7 +74,12 @@ class HFEngine:
         finally:
             if switch:
                 self.model.train(was_training)
-        texts = self.tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+        # (batch_decode([]) gives [""]: no rows, no texts)
+        texts = (
+            self.tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+            if completion_ids
+            else []
+        )
         return Generation(
             prompt_index=rows,
             completion_ids=completion_ids,
