@@ -67,6 +67,14 @@ class GRPOConfig:
         default="arithmetic",
         metadata=_help("task: 'arithmetic', 'sample', or 'jsonl:PATH' (see trainers.tasks)"),
     )
+    task_seed: int = field(
+        default=0,
+        metadata=_help(
+            "seed that generates a synthetic task (its prompts and held-out split); fixed "
+            "across runs so every run evaluates on the same held-out prompts (the tiny warm "
+            "start holds out task seed 0's split)"
+        ),
+    )
     task_size: int | None = field(
         default=50_000,
         metadata=_help(

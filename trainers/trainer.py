@@ -53,10 +53,11 @@ SUCCESS_THRESHOLD = 0.5
 
 
 def build_task(cfg: GRPOConfig) -> Task:
-    """The config's task; synthetic tasks generate ``task_size`` training prompts."""
+    """The config's task, from ``task_seed`` (the run's ``seed`` orders the data, never the
+    task: the held-out split stays the same); synthetic tasks generate ``task_size`` prompts."""
     if cfg.task == "arithmetic" and cfg.task_size is not None:
-        return make_task(cfg.task, seed=cfg.seed, num_train=cfg.task_size)
-    return make_task(cfg.task, seed=cfg.seed)
+        return make_task(cfg.task, seed=cfg.task_seed, num_train=cfg.task_size)
+    return make_task(cfg.task, seed=cfg.task_seed)
 
 
 def derive_seed(*parts: int) -> int:

@@ -259,3 +259,14 @@ def test_grpo_command_line(tiny_model_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as bad:
         cli(["grpo", "--model", str(tiny_model_dir), "--loss-type", "ppo"])
     assert bad.value.code == 2
+
+
+def test_the_run_seed_orders_data_but_never_changes_the_held_out_split(
+    tiny_model_dir: Path,
+) -> None:
+    a = GRPOTrainer(small_cfg(tiny_model_dir, seed=0))
+    b = GRPOTrainer(small_cfg(tiny_model_dir, seed=1))
+    assert [e.prompt for e in a.task.test] == [e.prompt for e in b.task.test]
+    a.begin_step()
+    b.begin_step()
+    assert [e.id for e in a.examples] != [e.id for e in b.examples]
