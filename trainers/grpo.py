@@ -91,7 +91,7 @@ class GRPOConfig:
     )
     engine: EngineName = field(default="hf", metadata=_help("generation engine"))
     # the allocation of each step
-    batch_size: int = field(default=16, metadata=_help("B: prompts per step"))
+    batch_size: int = field(default=64, metadata=_help("B: prompts per step"))
     group_size: int = field(
         default=8, metadata=_help("G: the uniform group size; the budget defaults to G·B")
     )
@@ -127,7 +127,7 @@ class GRPOConfig:
     max_minutes: float | None = field(
         default=None, metadata=_help("stop after this many minutes of training (default: none)")
     )
-    lr: float = field(default=3e-5, metadata=_help("AdamW learning rate"))
+    lr: float = field(default=2e-4, metadata=_help("AdamW learning rate"))
     weight_decay: float = field(default=0.0, metadata=_help("AdamW weight decay"))
     max_grad_norm: float = field(default=1.0, metadata=_help("gradient clipping (0: off)"))
     loss_type: LossType = field(default="dapo", metadata=_help("loss normalisation"))
