@@ -16,7 +16,6 @@ import itertools
 import json
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,10 +161,25 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
                 progress.advance(bar)
         else:
             import multiprocessing as mp
+            import signal
 
-            with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn")) as pool:
-                for _ in pool.map(_run_one, todo):
+            def _stop(signum: int, frame: Any) -> None:
+                raise KeyboardInterrupt(f"signal {signum}")
+
+            # a killed competition takes its worker processes with it (finished runs are kept;
+            # a rerun resumes with the rest)
+            previous = signal.signal(signal.SIGTERM, _stop)
+            pool = mp.get_context("spawn").Pool(cfg.workers)
+            try:
+                for _ in pool.imap_unordered(_run_one, todo):
                     progress.advance(bar)
+                pool.close()
+            except BaseException:
+                pool.terminate()
+                raise
+            finally:
+                pool.join()
+                signal.signal(signal.SIGTERM, previous)
     summary = tabulate(cfg)
     summary["wall_minutes"] = (time.perf_counter() - start) / 60
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
