@@ -12,7 +12,6 @@ rates the trainer observed against the ``rlvr`` profile of the simulator).
 from __future__ import annotations
 
 import csv
-import itertools
 import json
 import math
 import time
@@ -200,16 +199,16 @@ def _ci95(values: list[float]) -> tuple[float, float]:
 
 
 def rollouts_to_reach(curve: list[tuple[float, float]], target: float) -> float | None:
-    """First rollout count at which the (rollouts, accuracy) curve reaches ``target``,
-    interpolated linearly between evaluations; None if it never does."""
-    for (x0, y0), (x1, y1) in itertools.pairwise(curve):
-        if y0 >= target:
-            return x0
-        if y1 >= target:
-            return x0 + (x1 - x0) * (target - y0) / (y1 - y0)
-    if curve and curve[-1][1] >= target:
-        return curve[-1][0]
-    return None
+    """Rollouts from which the (rollouts, accuracy) curve reaches ``target`` and stays there to
+    the end (interpolated linearly into the last upward crossing), so that a noisy evaluation
+    that touches the target and falls back does not count; None if the curve ends below it."""
+    if not curve or curve[-1][1] < target:
+        return None
+    below = [i for i, (_, y) in enumerate(curve) if y < target]
+    if not below:
+        return curve[0][0]
+    (x0, y0), (x1, y1) = curve[below[-1]], curve[below[-1] + 1]
+    return x0 + (x1 - x0) * (target - y0) / (y1 - y0)
 
 
 def _load(cfg: CompeteConfig) -> dict[str, list[dict[str, Any]]]:
@@ -269,6 +268,12 @@ def tabulate(cfg: CompeteConfig) -> dict[str, Any]:
                 "informative_frac": float(
                     np.mean([m["informative_frac"] for r in rs for m in r["metrics"]])
                 ),
+                "trained_per_step": float(
+                    np.mean([m["trained_rollouts"] for r in rs for m in r["metrics"]])
+                ),
+                "alloc_overhead": float(
+                    np.median([m["alloc_overhead"] for r in rs for m in r["metrics"]])
+                ),
                 "minutes": float(np.mean([r["summary"]["minutes"] for r in rs])),
                 "rollouts": int(np.mean([r["summary"]["rollouts_total"] for r in rs])),
             }
@@ -293,11 +298,13 @@ def _fmt(x: float | None, spec: str) -> str:
 
 def _markdown(rows: list[dict[str, Any]], base: str, target: float) -> str:
     lines = [
-        f"Target: {base}'s final held-out pass@1, {100 * target:.1f} % (mean over seeds).",
+        f"Target: {base}'s final held-out pass@1, {100 * target:.1f} % (mean over seeds); "
+        "rollouts to target: from where the curve reaches it and stays there to the end.",
         "",
         "| allocator | seeds | start pass@1 | final pass@1 (95 % CI) | rollouts to target "
-        f"(reached) | saving vs {base} | informative fraction | minutes per run |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        f"(reached) | saving vs {base} | informative fraction | rollouts with gradient per "
+        "step | allocation overhead | minutes per run |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
@@ -306,7 +313,8 @@ def _markdown(rows: list[dict[str, Any]], base: str, target: float) -> str:
             f"{_fmt(r['rollouts_to_target'], ',.0f')} ({r['reached']}) | "
             f"{_fmt(None if r['rollout_saving'] is None else 100 * r['rollout_saving'], '+.1f')}"
             f"{'' if r['rollout_saving'] is None else ' %'} | "
-            f"{r['informative_frac']:.3f} | {r['minutes']:.1f} |"
+            f"{r['informative_frac']:.3f} | {r['trained_per_step']:.1f} | "
+            f"{100 * r['alloc_overhead']:.1f} % | {r['minutes']:.1f} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -15,6 +15,10 @@ def test_rollouts_to_reach_interpolates() -> None:
     assert rollouts_to_reach(curve, 0.2) == 0.0
     assert rollouts_to_reach(curve, 0.4) == pytest.approx(150.0)
     assert rollouts_to_reach(curve, 0.6) is None
+    # touching the target and falling back does not count: the crossing that holds does
+    noisy = [(0.0, 0.2), (100.0, 0.45), (200.0, 0.3), (300.0, 0.5)]
+    assert rollouts_to_reach(noisy, 0.4) == pytest.approx(250.0)
+    assert rollouts_to_reach([(0.0, 0.2), (100.0, 0.5), (200.0, 0.3)], 0.4) is None
 
 
 def test_config_errors() -> None:
