@@ -21,11 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from trainers.grpo import BeliefPrior, GRPOConfig, LossType, ScaleRewards
-
-
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
+from trainers.grpo import BeliefPrior, GRPOConfig, LossType, ScaleRewards, field_help
 
 
 @dataclass
@@ -34,35 +30,37 @@ class CompeteConfig:
 
     allocators: str = field(
         default="uniform,bamdp,thompson,sb3:pretrained",
-        metadata=_help("comma-separated allocator specs"),
+        metadata=field_help("comma-separated allocator specs"),
     )
-    seeds: int = field(default=3, metadata=_help("seeds per allocator (0, 1, ...)"))
-    task: str = field(default="arithmetic", metadata=_help("task (see adaroll grpo)"))
-    model: str = field(default="tiny", metadata=_help("starting checkpoint (see adaroll grpo)"))
-    steps: int = field(default=1200, metadata=_help("GRPO steps per run"))
-    batch_size: int = field(default=64, metadata=_help("B: prompts per step"))
-    group_size: int = field(default=8, metadata=_help("G: rollout budget per step is G·B"))
+    seeds: int = field(default=3, metadata=field_help("seeds per allocator (0, 1, ...)"))
+    task: str = field(default="arithmetic", metadata=field_help("task (see adaroll grpo)"))
+    model: str = field(
+        default="tiny", metadata=field_help("starting checkpoint (see adaroll grpo)")
+    )
+    steps: int = field(default=1200, metadata=field_help("GRPO steps per run"))
+    batch_size: int = field(default=64, metadata=field_help("B: prompts per step"))
+    group_size: int = field(default=8, metadata=field_help("G: rollout budget per step is G·B"))
     round_size: int | None = field(
-        default=None, metadata=_help("R per round (default B; uniform takes one round)")
+        default=None, metadata=field_help("R per round (default B; uniform takes one round)")
     )
-    pilot: int = field(default=0, metadata=_help("rollouts every prompt gets first"))
-    max_group: int | None = field(default=None, metadata=_help("cap per prompt and step"))
-    utility: str = field(default="informative", metadata=_help("utility allocators maximise"))
+    pilot: int = field(default=0, metadata=field_help("rollouts every prompt gets first"))
+    max_group: int | None = field(default=None, metadata=field_help("cap per prompt and step"))
+    utility: str = field(default="informative", metadata=field_help("utility allocators maximise"))
     belief_prior: BeliefPrior = field(
-        default="fixed", metadata=_help("prior of unseen prompts: 'fixed' or 'fitted'")
+        default="fixed", metadata=field_help("prior of unseen prompts: 'fixed' or 'fitted'")
     )
-    belief_decay: float = field(default=0.95, metadata=_help("per-step forgetting of beliefs"))
-    lr: float = field(default=2e-4, metadata=_help("learning rate"))
-    loss_type: LossType = field(default="dapo", metadata=_help("loss normalisation"))
-    scale_rewards: ScaleRewards = field(default="group", metadata=_help("advantage scaling"))
-    max_completion_length: int = field(default=8, metadata=_help("new tokens per completion"))
-    eval_every: int = field(default=300, metadata=_help("held-out evaluation every N steps"))
-    eval_size: int | None = field(default=400, metadata=_help("held-out prompts (none: all)"))
-    eval_k: int = field(default=4, metadata=_help("samples per held-out prompt"))
-    workers: int = field(default=2, metadata=_help("runs in parallel (processes)"))
-    threads: int = field(default=1, metadata=_help("torch threads per run"))
-    out: str = field(default="runs/compete", metadata=_help("competition directory"))
-    progress: bool = field(default=True, metadata=_help("show progress"))
+    belief_decay: float = field(default=0.95, metadata=field_help("per-step forgetting of beliefs"))
+    lr: float = field(default=2e-4, metadata=field_help("learning rate"))
+    loss_type: LossType = field(default="dapo", metadata=field_help("loss normalisation"))
+    scale_rewards: ScaleRewards = field(default="group", metadata=field_help("advantage scaling"))
+    max_completion_length: int = field(default=8, metadata=field_help("new tokens per completion"))
+    eval_every: int = field(default=300, metadata=field_help("held-out evaluation every N steps"))
+    eval_size: int | None = field(default=400, metadata=field_help("held-out prompts (none: all)"))
+    eval_k: int = field(default=4, metadata=field_help("samples per held-out prompt"))
+    workers: int = field(default=2, metadata=field_help("runs in parallel (processes)"))
+    threads: int = field(default=1, metadata=field_help("torch threads per run"))
+    out: str = field(default="runs/compete", metadata=field_help("competition directory"))
+    progress: bool = field(default=True, metadata=field_help("show progress"))
 
     def __post_init__(self) -> None:
         specs = self.allocator_list()

@@ -40,6 +40,7 @@ from trainers.engines import Engine, SamplingSpec, make_engine
 from trainers.grpo import (
     GRPOConfig,
     clipped_surrogate,
+    expand_groups,
     group_advantages,
     kl_k3,
     per_token_logps,
@@ -469,9 +470,7 @@ class GRPOTrainer:
     def _update(self, ro: _Rollouts) -> dict[str, float]:
         """Advantages, then ``num_iterations`` optimizer steps over micro-batches."""
         cfg = self.cfg
-        group = np.concatenate(
-            [np.full(len(r), q, dtype=np.int64) for q, r in enumerate(ro.rewards)]
-        )  # [M]
+        group = expand_groups([len(r) for r in ro.rewards])  # [M] question of each rollout
         rewards = np.concatenate([np.asarray(r, dtype=np.float64) for r in ro.rewards])  # [M]
         completions = [c for per_q in ro.completion_ids for c in per_q]
         engine_lps = [lp for per_q in ro.logprobs for lp in per_q]
