@@ -48,3 +48,21 @@ def import_object(path: str, kind: str) -> Any:
                 "check the name after the colon"
             ) from exc
     return obj
+
+
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """Return ``value`` as an ``int`` if it is a whole number of at least ``minimum``.
+
+    The one integer validator of adaroll. A bool, a float (even a whole one) or any other
+    non-integer type raises ``TypeError``; an integer below ``minimum`` raises ``ValueError``;
+    both messages name the argument, the value and the rule.
+    """
+    import numpy as np
+
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(
+            f"{name} must be an integer >= {minimum}, got {value!r} ({type(value).__name__})"
+        )
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
