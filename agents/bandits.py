@@ -36,7 +36,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import betaincinv
 
-from adaroll_env.model import AllocationParams, beta_learnability, prior_arrays, split_round
+from adaroll_env.errors import check_int
+from adaroll_env.model import (
+    AllocationParams,
+    beta_learnability,
+    posterior_mean,
+    prior_arrays,
+    prior_matches,
+    split_round,
+    variance_reduction,
+)
 from adaroll_env.utilities import beta_binomial_logpmf
 from agents.base import BaseAllocator, Beliefs, Obs
 from agents.planning import binomial_values, bundle_fill, horizon, posterior_values
@@ -79,12 +88,6 @@ F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 # --- pure pieces -------------------------------------------------------------------------------
 
 
@@ -117,11 +120,9 @@ def variance_split(alpha: ArrayLike, beta: ArrayLike, total: int, capacity: Arra
     total = int(total)
     if total <= 0:
         return np.zeros(B, dtype=np.int64)
-    w = posterior_learnability(a, b)  # [B]
-    t = a + b  # [B]
     J = min(total, int(room.max()))
     m = np.arange(J)
-    gain = w[:, None] / ((t[:, None] + m[None, :]) * (t[:, None] + m[None, :] + 1.0))  # [B, J]
+    gain = variance_reduction(a[:, None], b[:, None], m[None, :])  # [B, J]
     valid = m[None, :] < room[:, None]  # [B, J]
     g = gain[valid]
     owner = np.broadcast_to(np.arange(B)[:, None], (B, J))[valid]
@@ -140,7 +141,7 @@ def credible_points(alpha: ArrayLike, beta: ArrayLike, quantile: float, points: 
     lo = betaincinv(a, b, 1.0 - quantile)  # = scipy.stats.beta.ppf(1 - quantile, a, b)
     hi = betaincinv(a, b, quantile)
     grid = lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, points)[None, :]
-    mean = np.clip(a / (a + b), lo, hi)
+    mean = np.clip(posterior_mean(a, b), lo, hi)
     half = np.clip(0.5, lo, hi)
     return np.concatenate([grid, mean[:, None], half[:, None]], axis=1)
 
@@ -290,8 +291,7 @@ def _memo_priors(params: AllocationParams, b: Beliefs) -> tuple[F64, F64]:
     observed (per-episode priors set through ``reset(options=...)``)."""
     pa, pb = prior_arrays(params)
     ra, rb = b.prior_alpha, b.prior_beta
-    # The observation is float32: alpha carries the prior to within half an ulp of alpha.
-    ok = (np.abs(ra - pa) <= 2.0**-21 * b.alpha) & (np.abs(rb - pb) <= 2.0**-21 * b.beta)
+    ok = prior_matches(pa, pb, ra, rb, b.successes, b.failures)
     return np.where(ok, pa, ra), np.where(ok, pb, rb)
 
 
@@ -332,7 +332,7 @@ class _TableAllocator(BaseAllocator):
 
     def __init__(self, *, max_horizon: int) -> None:
         super().__init__()
-        self.max_horizon = _check_int("max_horizon", max_horizon, 1)
+        self.max_horizon = check_int("max_horizon", max_horizon, 1)
         self._rows = _MemoRows(self._compute, self.max_horizon)
 
     def _memo_settings(self) -> tuple[Any, ...]:
@@ -405,7 +405,7 @@ class ThompsonAllocator(BaseAllocator):
 
     def __init__(self, *, max_horizon: int = THOMPSON_MAX_HORIZON) -> None:
         super().__init__()
-        self.max_horizon = _check_int("max_horizon", max_horizon, 1)
+        self.max_horizon = check_int("max_horizon", max_horizon, 1)
 
     def allocate(self, obs: Obs) -> NDArray[np.int64]:
         """Rollouts to the largest bundle ratio under a posterior sample."""
@@ -451,7 +451,7 @@ class BayesUCBAllocator(_TableAllocator):
                 f"interval), got {quantile!r}"
             )
         self.quantile = q
-        self.points = _check_int("points", points, 2)
+        self.points = check_int("points", points, 2)
 
     def _memo_settings(self) -> tuple[Any, ...]:
         return (self.quantile, self.points)
@@ -547,7 +547,7 @@ class KnowledgeGradientAllocator(_TableAllocator):
 
     def __init__(self, *, max_horizon: int = DEFAULT_MAX_HORIZON, round_depth: int = 4) -> None:
         super().__init__(max_horizon=max_horizon)
-        self.round_depth = _check_int("round_depth", round_depth, 1)
+        self.round_depth = check_int("round_depth", round_depth, 1)
 
     def _compute(self, a0: F64, b0: F64, s: I64, f: I64) -> F64:
         """[V(0..K) | concave-majorant increments (K)] per key."""

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 import adaroll_env
-from adaroll_env.model import AllocationParams, prior_arrays
+from adaroll_env.model import AllocationParams, prior_arrays, prior_matches
 from adaroll_env.priors import BetaMixture, resolve_difficulty
 from adaroll_env.utilities import get_utility
 from agents.exact import exact_value
@@ -307,7 +307,7 @@ def bayes_bound(cfg: BenchConfig, setting: Setting) -> float | None:
     params = env.unwrapped.params  # type: ignore[attr-defined]
     env.close()
     pa, pb = prior_arrays(params)
-    if not (np.allclose(pa, a, rtol=1e-9) and np.allclose(pb, b, rtol=1e-9)):
+    if not np.all(prior_matches(pa, pb, a, b)):
         return None
     return upper_bound(params)
 

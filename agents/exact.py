@@ -14,7 +14,6 @@ The recursion memoises on the counts, so its cost is the number of reachable sta
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ import numpy as np
 from adaroll_env import model
 from adaroll_env.model import AllocationParams, AllocationState
 from adaroll_env.priors import DifficultySpec, resolve_difficulty
+from adaroll_env.utilities import log_binomial
 from agents.base import Allocator
 
 
@@ -32,10 +32,7 @@ class TooManyStates(RuntimeError):
 def _outcome_table(log_m: Any, s: int, f: int, c: int) -> list[tuple[int, float]]:
     """[(successes k, probability)] of c more rollouts on a question at (s, f)."""
     ks = np.arange(c + 1)
-    log_choose = np.array(
-        [math.lgamma(c + 1) - math.lgamma(k + 1) - math.lgamma(c - k + 1) for k in ks]
-    )
-    logp = log_choose + log_m(s + ks, f + c - ks) - log_m(s, f)
+    logp = log_binomial(c, ks) + log_m(s + ks, f + c - ks) - log_m(s, f)
     probs = np.exp(logp)
     return [(int(k), float(pk)) for k, pk in zip(ks, probs, strict=True) if pk > 0.0]
 

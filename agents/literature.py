@@ -26,7 +26,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import ArrayLike, NDArray
 
-from adaroll_env.model import AllocationParams, split_round
+from adaroll_env.errors import check_int
+from adaroll_env.model import AllocationParams, posterior_mean, split_round
 from agents.base import BaseAllocator, Beliefs, Obs
 from agents.baselines import uniform_target
 from agents.planning import deficit_split
@@ -44,12 +45,6 @@ __all__ = [
     "vip_objective",
     "vip_plan",
 ]
-
-
-def _positive_int(name: str, value: int, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _probability(name: str, value: float) -> float:
@@ -205,8 +200,8 @@ class VIPAllocator(BaseAllocator):
 
     def __init__(self, *, lower: int = 4, upper: int = 32, gamma: float = 0.0) -> None:
         super().__init__()
-        self.lower = _positive_int("lower", lower)
-        self.upper = _positive_int("upper", upper)
+        self.lower = check_int("lower", lower, 1)
+        self.upper = check_int("upper", upper, 1)
         if self.upper < self.lower:
             raise ValueError(f"upper ({upper}) must be >= lower ({lower})")
         self.gamma = float(gamma)
@@ -374,7 +369,7 @@ class KnapsackAllocator(BaseAllocator):
 
     def __init__(self, *, max_size: int = 64) -> None:
         super().__init__()
-        self.max_size = _positive_int("max_size", max_size)
+        self.max_size = check_int("max_size", max_size, 1)
 
     def plan(self, b: Beliefs) -> NDArray[np.int64]:
         """Planned final group sizes for the beliefs ``b``."""
@@ -434,11 +429,11 @@ class ReinforceAdaAllocator(BaseAllocator):
         super().__init__()
         if exit not in ("pos", "balance"):
             raise ValueError(f"exit must be 'pos' or 'balance', got {exit!r}")
-        self.round_k_setting = None if round_k is None else _positive_int("round_k", round_k)
+        self.round_k_setting = None if round_k is None else check_int("round_k", round_k, 1)
         self.round_k = self.round_k_setting or 1
         self.exit = exit
-        self.quota = _positive_int("quota", quota)
-        self.max_rounds = None if max_rounds is None else _positive_int("max_rounds", max_rounds)
+        self.quota = check_int("quota", quota, 1)
+        self.max_rounds = None if max_rounds is None else check_int("max_rounds", max_rounds, 1)
 
     def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
         """Take the params and cache the even split of N used by the fallback."""
@@ -511,7 +506,7 @@ class PilotCommitAllocator(BaseAllocator):
 
     def __init__(self, *, pilot: int = 8, low: float = 0.125, high: float = 0.75) -> None:
         super().__init__()
-        self.pilot = _positive_int("pilot", pilot, minimum=0)
+        self.pilot = check_int("pilot", pilot, 0)
         self.low = _probability("low", low)
         self.high = _probability("high", high)
         if self.high < self.low:
@@ -568,7 +563,7 @@ def greso_skip_probability(
     a = np.asarray(prior_alpha, dtype=np.float64)
     b = np.asarray(prior_beta, dtype=np.float64)
     strength = a + b
-    mean = a / strength
+    mean = posterior_mean(a, b)
     kind = np.where(mean >= easy, 1, np.where(mean <= hard, -1, 0)).astype(np.int64)
     z = np.rint(strength / float(epoch_rollouts)).astype(np.int64)
     p = np.where(kind == 1, p_easy, p_hard)
@@ -620,7 +615,7 @@ class GresoAllocator(BaseAllocator):
         self.p_hard = _probability("p_hard", p_hard)
         self.easy = _probability("easy", easy)
         self.hard = _probability("hard", hard)
-        self.epoch_rollouts = _positive_int("epoch_rollouts", epoch_rollouts)
+        self.epoch_rollouts = check_int("epoch_rollouts", epoch_rollouts, 1)
         self.min_explore = _probability("min_explore", min_explore)
         self._entropy: int | Sequence[int] | None = None
         self._draws: dict[tuple[int, int, int], float] = {}

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from adaroll_env.model import AllocationParams, prior_arrays, success_probability
+from adaroll_env.model import AllocationParams, posterior_mean, prior_arrays
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 
 #: Default limit on the folded states ``solve_exact`` will visit.
@@ -136,7 +136,7 @@ class _Layout:
         self.ps: list[list[float]] = []
         self.pf: list[list[float]] = []
         for ga, gb in self.prior:
-            self.ps.append([success_probability(ga, gb, s, f) for s, f in zip(S, F, strict=True)])
+            self.ps.append([posterior_mean(ga, gb, s, f) for s, f in zip(S, F, strict=True)])
             self.pf.append([(gb + f) / (ga + gb + s + f) for s, f in zip(S, F, strict=True)])
         self._pmf: dict[tuple[int, int, int], list[float]] = {}
         self._group_cache: dict[tuple[int, int], list[Key]] = {}
