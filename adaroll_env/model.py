@@ -8,6 +8,10 @@ over their pass rate; ``N`` rollouts are handed out (``pilot`` to every question
 decisions of one rollout or one round of ``R``); the episode's value is the training utility
 ``sum_i u(s_i, f_i)`` of the final counts. States are immutable: every transition returns a new
 state whose arrays are read-only.
+
+Kept as one module of about 500 lines on purpose: the model is written once (params, state,
+posterior arithmetic, transitions, observation), so that every env, solver and allocator reads
+it from one place; the pure rounds encoding lives in ``adaroll_env.actions``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import ArrayLike, NDArray
 
+from adaroll_env.actions import encode_counts as encode_counts  # re-exported
+from adaroll_env.actions import split_round as split_round
 from adaroll_env.errors import check_int
 from adaroll_env.utilities import get_utility
 
@@ -476,69 +482,6 @@ def observe(
     if true_p is not None:
         obs["true_p"] = np.asarray(true_p, dtype=np.float32).copy()
     return obs
-
-
-def split_round(weights: ArrayLike, total: int, capacity: ArrayLike) -> NDArray[np.int64]:
-    """Split ``total`` rollouts in proportion to ``weights`` by largest remainder.
-
-    Ties go to the lower index. Caps are respected: what a capped question cannot take goes to
-    the questions with the next-largest weights. When no question under its cap has a positive
-    weight, the round is split evenly among the questions under their cap. The result sums to
-    ``total`` whenever the capacities allow it (a ValueError otherwise).
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    cap = np.asarray(capacity, dtype=np.int64)
-    total = int(total)
-    if total < 0:
-        raise ValueError(f"round size must be >= 0, got {total}")
-    if int(np.maximum(cap, 0).sum()) < total:
-        raise ValueError(
-            f"round of {total} rollouts does not fit the remaining capacity {int(cap.sum())}"
-        )
-    counts = np.zeros(w.shape[0], dtype=np.int64)
-    if total == 0:
-        return counts
-    open_ = cap > 0
-    w = np.where(open_, np.maximum(w, 0.0), 0.0)
-    wsum = float(w.sum())
-    if wsum <= 0.0:
-        w = open_.astype(np.float64)
-        wsum = float(w.sum())
-    quota = total * (w / wsum)
-    counts = np.floor(quota).astype(np.int64)
-    short = total - int(counts.sum())
-    if short > 0:
-        frac = quota - counts
-        # Stable sort on -frac: equal fractions keep ascending index order.
-        order = np.argsort(-frac, kind="stable")
-        counts[order[:short]] += 1
-    over = np.maximum(counts - cap, 0)
-    if over.any():
-        counts -= over
-        spill = int(over.sum())
-        for i in np.argsort(-w, kind="stable"):
-            room = int(cap[i] - counts[i])
-            if room > 0:
-                give = min(room, spill)
-                counts[i] += give
-                spill -= give
-                if spill == 0:
-                    break
-    return counts
-
-
-def encode_counts(counts: ArrayLike) -> NDArray[np.float32]:
-    """The rounds-env action that decodes to exactly ``counts`` (for a round of Σ counts).
-
-    Weights proportional to the counts, mapped to [-1, 1] by a = 2·w − 1 with w = counts / max.
-    """
-    c = np.asarray(counts, dtype=np.float64)
-    if c.ndim != 1 or np.any(c < 0) or np.any(c != np.floor(c)):
-        raise ValueError(f"counts must be a 1-D array of non-negative integers, got {counts!r}")
-    top = float(c.max()) if c.size else 0.0
-    if top <= 0:
-        return np.full(c.shape, -1.0, dtype=np.float32)
-    return np.asarray(2.0 * (c / top) - 1.0, dtype=np.float32)
 
 
 def decode_action(

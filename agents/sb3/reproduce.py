@@ -28,7 +28,12 @@ from agents.sb3.train import TrainConfig
 from agents.sb3.train import main as train
 
 ENV_ID = "AdaRoll/BetaBernoulliRounds-v0"
-ENV_KWARGS: dict[str, Any] = {"num_questions": 16, "budget": 128, "difficulty": "rlvr", "utility": "informative"}
+ENV_KWARGS: dict[str, Any] = {
+    "num_questions": 16,
+    "budget": 128,
+    "difficulty": "rlvr",
+    "utility": "informative",
+}
 
 
 @dataclass
