@@ -13,7 +13,7 @@ import gymnasium as gym
 import adaroll_env
 from adaroll_env.priors import resolve_difficulty
 from adaroll_env.utilities import get_utility
-from agents.registry import list_allocators
+from agents.registry import list_allocators, parse_allocator_kwargs_by_spec
 
 ENV_KINDS = {"sequential": "AdaRoll/BetaBernoulli-v0", "rounds": "AdaRoll/BetaBernoulliRounds-v0"}
 
@@ -79,6 +79,13 @@ class BenchConfig:
         default=50_000, metadata={"help": "largest outcome tree (states) to evaluate exactly"}
     )
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    allocator_kwargs: str = field(
+        default="",
+        metadata={
+            "help": "JSON object from allocator spec to its keyword arguments, e.g. "
+            '\'{"thompson": {"max_horizon": 8}}\' (checked against each constructor)'
+        },
+    )
 
     def __post_init__(self) -> None:
         for kind in self.env_kinds:
@@ -103,6 +110,13 @@ class BenchConfig:
         self.belief_value()
         if not self.allocator_list:
             raise ValueError("allocators is empty: give specs like 'uniform,random' or 'all'")
+        self._allocator_kwargs = parse_allocator_kwargs_by_spec(
+            self.allocator_list, self.allocator_kwargs
+        )
+
+    def allocator_kwargs_of(self, spec: str) -> dict[str, Any]:
+        """The keyword arguments allocator ``spec`` is built with (``allocator_kwargs``)."""
+        return dict(self._allocator_kwargs.get(spec, {}))
 
     @property
     def env_kinds(self) -> list[str]:

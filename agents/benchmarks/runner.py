@@ -43,10 +43,15 @@ def episode_seeds(master: int, episode: int) -> tuple[int, int]:
 
 
 def run_episodes(
-    env: gym.Env, spec: str, episodes: Iterable[int], master_seed: int
+    env: gym.Env,
+    spec: str,
+    episodes: Iterable[int],
+    master_seed: int,
+    allocator_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run ``spec`` on ``env`` for the given episode indices; one record per episode."""
-    allocator = make_allocator(spec, env)
+    """Run ``spec`` (built with ``allocator_kwargs``) on ``env`` for the given episode indices;
+    one record per episode."""
+    allocator = make_allocator(spec, env, **(allocator_kwargs or {}))
     params = env.unwrapped.params  # type: ignore[attr-defined]
     records = []
     for i in episodes:
@@ -86,13 +91,17 @@ def run_episodes(
     return records
 
 
-def _run_task(
-    task: tuple[Setting, dict[str, Any], str, list[int], int],
-) -> tuple[Setting, str, list[dict[str, Any]]]:
-    setting, kwargs, spec, episodes, master = task
+#: (setting, env kwargs, allocator spec, episode indices, master seed, allocator kwargs)
+Task = tuple[Setting, dict[str, Any], str, list[int], int, dict[str, Any]]
+#: (setting, env kwargs, allocator spec, largest tree, allocator kwargs)
+ExactTask = tuple[Setting, dict[str, Any], str, int, dict[str, Any]]
+
+
+def _run_task(task: Task) -> tuple[Setting, str, list[dict[str, Any]]]:
+    setting, kwargs, spec, episodes, master, alloc_kwargs = task
     env = make_env(setting.env, kwargs)
     try:
-        return setting, spec, run_episodes(env, spec, episodes, master)
+        return setting, spec, run_episodes(env, spec, episodes, master, alloc_kwargs)
     finally:
         env.close()
 
@@ -106,9 +115,7 @@ class BenchResult:
     run_dir: Path | None
 
 
-def _tasks(
-    cfg: BenchConfig, workers: int
-) -> list[tuple[Setting, dict[str, Any], str, list[int], int]]:
+def _tasks(cfg: BenchConfig, workers: int) -> list[Task]:
     grid = settings(cfg)
     n_cells = len(grid) * len(cfg.allocator_list)
     chunks = max(1, math.ceil(4 * workers / n_cells))
@@ -119,7 +126,7 @@ def _tasks(
             kwargs = env_kwargs(cfg, setting, spec)
             for start in range(0, cfg.episodes, size):
                 eps = list(range(start, min(cfg.episodes, start + size)))
-                tasks.append((setting, kwargs, spec, eps, cfg.seed))
+                tasks.append((setting, kwargs, spec, eps, cfg.seed, cfg.allocator_kwargs_of(spec)))
     return tasks
 
 
@@ -129,7 +136,7 @@ def tree_is_small(params: AllocationParams, max_states: int) -> bool:
     return math.comb(N + 2 * B, 2 * B) <= 20 * max_states
 
 
-def _exact_tasks(cfg: BenchConfig) -> list[tuple[Setting, dict[str, Any], str, int]]:
+def _exact_tasks(cfg: BenchConfig) -> list[ExactTask]:
     if not cfg.exact:
         return []
     out = []
@@ -140,21 +147,21 @@ def _exact_tasks(cfg: BenchConfig) -> list[tuple[Setting, dict[str, Any], str, i
             kwargs = env_kwargs(cfg, setting, spec)
             env = make_env(setting.env, kwargs)
             params = env.unwrapped.params  # type: ignore[attr-defined]
-            stochastic = bool(getattr(make_allocator(spec, env), "stochastic", False))
+            alloc_kwargs = cfg.allocator_kwargs_of(spec)
+            allocator = make_allocator(spec, env, **alloc_kwargs)
+            stochastic = bool(getattr(allocator, "stochastic", False))
             env.close()
             if not stochastic and tree_is_small(params, cfg.exact_max_states):
-                out.append((setting, kwargs, spec, cfg.exact_max_states))
+                out.append((setting, kwargs, spec, cfg.exact_max_states, alloc_kwargs))
     return out
 
 
-def _exact_task(
-    task: tuple[Setting, dict[str, Any], str, int],
-) -> tuple[Setting, str, float | None]:
-    setting, kwargs, spec, max_states = task
+def _exact_task(task: ExactTask) -> tuple[Setting, str, float | None]:
+    setting, kwargs, spec, max_states, alloc_kwargs = task
     env = make_env(setting.env, kwargs)
     try:
         params = env.unwrapped.params  # type: ignore[attr-defined]
-        allocator = make_allocator(spec, env)
+        allocator = make_allocator(spec, env, **alloc_kwargs)
         difficulty = env.unwrapped.difficulty  # type: ignore[attr-defined]
         return setting, spec, exact_value(allocator, params, difficulty, max_states=max_states)
     finally:
@@ -176,7 +183,7 @@ def run_benchmark(cfg: BenchConfig, *, write: bool = True) -> BenchResult:
     for setting in settings(cfg):
         for spec in cfg.allocator_list:
             env = make_env(setting.env, env_kwargs(cfg, setting, spec))
-            make_allocator(spec, env)
+            make_allocator(spec, env, **cfg.allocator_kwargs_of(spec))
             env.close()
     tasks = _tasks(cfg, workers)
     exact_tasks = _exact_tasks(cfg)
