@@ -302,8 +302,8 @@ class BayesUCBAllocator(_TableAllocator):
 
 class GreedyAllocator(_TableAllocator):
     """Largest posterior-expected marginal utility: water-filling on the exact Bayesian value
-    (the HORA / CoBA-RL family: HORA maximises Σ posterior hit utility greedily, CoBA-RL
-    hands out rollouts by heap-greedy marginal gains).
+    (the HORA (arXiv 2605.07114) / CoBA-RL (arXiv 2602.03048) family: HORA maximises
+    Σ posterior hit utility greedily, CoBA-RL hands out rollouts by heap-greedy marginal gains).
 
     ``values[i, k] = E_post[u(s_i + S, f_i + k − S)]``, S ~ Beta-binomial(k, α_i, β_i)
     (``planning.posterior_values``); the decision's rollouts go one at a time to the largest best

@@ -63,6 +63,10 @@ class _Tables:
 class BAMDPAllocator(BaseAllocator):
     """Bayes-optimal rollout allocation for the BAMDP of DESIGN §2 (adaroll's own method).
 
+    Sources: the Bayes-adaptive MDP of Duff (2002), solved exactly by Bellman's (1957) backward
+    induction; the index policy is the Lagrangian relaxation of the budget constraint (Whittle,
+    1988), each question's index an optimal-stopping price in the manner of Gittins (1979).
+
     **Index policy.** Relax the budget with a price λ per rollout: each question becomes an
     optimal-stopping problem over its own counts, and continuing beats stopping exactly for
     λ < λ*(s, f), the question's *index* (``agents.bamdp.index``; precomputed tables per prior,
