@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from agents.base import Allocator, BaseAllocator, Beliefs, read_beliefs
 from agents.checker import AllocatorCheckError, check_allocator
+from agents.contract import AllocationError, check_allocation
 from agents.registry import (
     ENTRY_POINT_GROUP,
     list_allocators,
@@ -36,10 +37,12 @@ register_allocator("greso", "agents.literature:GresoAllocator")
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "AllocationError",
     "Allocator",
     "AllocatorCheckError",
     "BaseAllocator",
     "Beliefs",
+    "check_allocation",
     "check_allocator",
     "list_allocators",
     "make_allocator",

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from adaroll_env.model import AllocationParams, encode_counts, posterior_mean
+from agents.contract import check_allocation
 
 Obs = dict[str, NDArray[Any]]
 
@@ -149,16 +150,22 @@ class BaseAllocator:
         return read_beliefs(self.params, obs)
 
     def act(self, obs: Obs) -> int | NDArray[np.float32]:
-        """The decision of ``allocate`` as an env action (question index, or rounds weights)."""
-        counts = np.asarray(self.allocate(obs))
+        """The decision of ``allocate`` as an env action (question index, or rounds weights).
+
+        The counts must honour the allocation contract (``agents.check_allocation``: integer,
+        non-negative, summing to the round, within the caps); a broken decision raises
+        ``AllocationError`` naming the allocator, the rule and the numbers, never repaired.
+        """
+        b = self.beliefs(obs)
+        counts = check_allocation(
+            f"{self.name!r} ({type(self).__name__})",
+            self.allocate(obs),
+            round_size=b.round_size,
+            spent=b.rollouts,
+            caps=self.params.cap,
+        )
         if self.params.mode == "sequential":
-            nz = np.flatnonzero(counts)
-            if nz.size != 1 or counts[nz[0]] != 1:
-                raise ValueError(
-                    f"allocator {self.name!r} returned counts {counts.tolist()} in sequential "
-                    "mode, where one decision is exactly one rollout to one question"
-                )
-            return int(nz[0])
+            return int(np.flatnonzero(counts)[0])
         return encode_counts(counts)
 
     def predict(

@@ -9,6 +9,7 @@ import numpy as np
 
 from adaroll_env import model
 from agents.base import Allocator, read_beliefs
+from agents.contract import AllocationError, check_allocation
 
 
 class AllocatorCheckError(AssertionError):
@@ -20,30 +21,15 @@ def _fail(name: str, msg: str) -> AllocatorCheckError:
 
 
 def _check_counts(name: str, counts: Any, env: gym.Env, obs: dict) -> np.ndarray:
+    """The allocation contract (``agents.check_allocation``), raised as a check failure."""
     params = env.unwrapped.params  # type: ignore[attr-defined]
-    B = params.num_questions
-    arr = np.asarray(counts)
-    if arr.shape != (B,):
-        raise _fail(name, f"allocate() returned shape {arr.shape}, expected ({B},)")
-    if arr.dtype.kind not in "iu":
-        raise _fail(name, f"allocate() returned dtype {arr.dtype}, expected integer counts")
-    if np.any(arr < 0):
-        raise _fail(name, f"allocate() returned negative counts {arr.tolist()}")
     b = read_beliefs(params, obs)
-    if int(arr.sum()) != b.round_size:
-        raise _fail(
-            name,
-            f"allocate() handed out {int(arr.sum())} rollouts, but this decision must hand out "
-            f"min(R, budget_left) = {b.round_size}",
+    try:
+        return check_allocation(
+            repr(name), counts, round_size=b.round_size, spent=b.rollouts, caps=params.cap
         )
-    if np.any(arr > b.capacity):
-        i = int(np.flatnonzero(arr > b.capacity)[0])
-        raise _fail(
-            name,
-            f"allocate() gives question {i} {int(arr[i])} rollouts, beyond its cap "
-            f"(room for {int(b.capacity[i])})",
-        )
-    return arr.astype(np.int64)
+    except AllocationError as exc:
+        raise AllocatorCheckError(f"allocate(): {exc}") from exc
 
 
 def _action_counts(name: str, action: Any, env: gym.Env) -> np.ndarray:
