@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["encode_counts", "split_round"]
+__all__ = ["CountsAction", "encode_counts", "encoded_counts", "split_round"]
 
 
 def split_round(weights: ArrayLike, total: int, capacity: ArrayLike) -> NDArray[np.int64]:
@@ -63,15 +63,35 @@ def split_round(weights: ArrayLike, total: int, capacity: ArrayLike) -> NDArray[
     return counts
 
 
+class CountsAction(np.ndarray):  # type: ignore[type-arg]
+    """A rounds action made by ``encode_counts``: the float32 weights, plus ``counts`` (the
+    integer counts it encodes) so that the rounds env can refuse counts that do not sum to its
+    round instead of rescaling them. Arrays derived from it (slices, arithmetic,
+    ``np.asarray``) carry no counts and are plain weights."""
+
+    counts: tuple[int, ...]
+
+
 def encode_counts(counts: ArrayLike) -> NDArray[np.float32]:
     """The rounds-env action that decodes to exactly ``counts`` (for a round of Σ counts).
 
     Weights proportional to the counts, mapped to [-1, 1] by a = 2·w − 1 with w = counts / max.
+    The result remembers the counts (``CountsAction``): a rounds env whose round is not Σ counts
+    raises ``ValueError`` rather than hand out rescaled counts.
     """
     c = np.asarray(counts, dtype=np.float64)
     if c.ndim != 1 or np.any(c < 0) or np.any(c != np.floor(c)):
         raise ValueError(f"counts must be a 1-D array of non-negative integers, got {counts!r}")
     top = float(c.max()) if c.size else 0.0
     if top <= 0:
-        return np.full(c.shape, -1.0, dtype=np.float32)
-    return np.asarray(2.0 * (c / top) - 1.0, dtype=np.float32)
+        weights = np.full(c.shape, -1.0, dtype=np.float32)
+    else:
+        weights = np.asarray(2.0 * (c / top) - 1.0, dtype=np.float32)
+    out = weights.view(CountsAction)
+    out.counts = tuple(int(x) for x in c)
+    return out
+
+
+def encoded_counts(action: object) -> tuple[int, ...] | None:
+    """The counts an ``encode_counts`` action stands for, or None for plain weights."""
+    return getattr(action, "counts", None) if isinstance(action, CountsAction) else None

@@ -7,6 +7,7 @@ utility as reward.
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Literal, SupportsFloat
 
@@ -16,41 +17,19 @@ from gymnasium import spaces
 from numpy.typing import NDArray
 
 from adaroll_env import model
+from adaroll_env.actions import encoded_counts
+from adaroll_env.errors import check_keywords, unknown_name
 from adaroll_env.model import AllocationParams, AllocationState
 from adaroll_env.priors import (
     DEFAULT_PROFILE,
     DifficultySpec,
     apply_drift,
-    fit_beta,
+    resolve_beliefs,
     resolve_difficulty,
 )
 
 RewardMode = Literal["dense", "terminal"]
 InvalidAction = Literal["raise", "redirect"]
-
-
-def resolve_beliefs(
-    difficulty: DifficultySpec,
-    belief: str | tuple[float, float],
-    prior_alpha: float | tuple[float, ...] | None,
-    prior_beta: float | tuple[float, ...] | None,
-) -> tuple[Any, Any]:
-    """The belief prior: explicit priors override ``belief``; ``"matched"`` fits ``difficulty``."""
-    if prior_alpha is not None and prior_beta is not None:
-        return prior_alpha, prior_beta
-    if isinstance(belief, str):
-        if belief != "matched":
-            raise ValueError(
-                f"belief must be 'matched' or a pair (a, b), got {belief!r}: "
-                "'matched' fits a Beta to the difficulty profile"
-            )
-        a, b = fit_beta(difficulty)
-    else:
-        try:
-            a, b = (float(x) for x in belief)
-        except (TypeError, ValueError):
-            raise ValueError(f"belief must be 'matched' or a pair (a, b), got {belief!r}") from None
-    return (a if prior_alpha is None else prior_alpha), (b if prior_beta is None else prior_beta)
 
 
 class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
@@ -183,11 +162,8 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         """
         super().reset(seed=seed)
         options = dict(options or {})
-        unknown = set(options) - {"prior_alpha", "prior_beta", "episode"}
-        if unknown:
-            raise ValueError(
-                f"unknown reset options {sorted(unknown)}: use prior_alpha, prior_beta, episode"
-            )
+        for key in sorted(set(options) - {"prior_alpha", "prior_beta", "episode"}):
+            raise unknown_name("reset option", key, ["prior_alpha", "prior_beta", "episode"])
         self.episode = int(options["episode"]) if "episode" in options else self.episode + 1
         changes = {k: options[k] for k in ("prior_alpha", "prior_beta") if k in options}
         self.episode_params = self.params.replace(**changes) if changes else self.params
@@ -278,6 +254,11 @@ def render_table(
     return "\n".join(lines) + "\n"
 
 
+def _arguments() -> list[str]:
+    """The keyword arguments every simulated env takes (those of the shared ``__init__``)."""
+    return [n for n in inspect.signature(_SimulatedAllocationEnv.__init__).parameters][1:]
+
+
 class BetaBernoulliEnv(_SimulatedAllocationEnv):
     """Sequential rollout allocation with Beta beliefs: one rollout per step.
 
@@ -350,6 +331,7 @@ class BetaBernoulliEnv(_SimulatedAllocationEnv):
     _mode: model.Mode = "sequential"
 
     def __init__(self, *, invalid_action: InvalidAction = "raise", **kwargs: Any) -> None:
+        check_keywords("AdaRoll/BetaBernoulli-v0", kwargs, ["invalid_action", *_arguments()])
         if "round_size" in kwargs and kwargs["round_size"] != 1:
             raise ValueError(
                 f"round_size is {kwargs['round_size']}, but BetaBernoulli-v0 hands out one rollout "
@@ -481,6 +463,7 @@ class BetaBernoulliRoundsEnv(_SimulatedAllocationEnv):
     _mode: model.Mode = "rounds"
 
     def __init__(self, *, round_size: int | None = None, **kwargs: Any) -> None:
+        check_keywords("AdaRoll/BetaBernoulliRounds-v0", kwargs, _arguments())
         B = kwargs.get("num_questions", 16)
         super().__init__(round_size=B if round_size is None else round_size, **kwargs)
         self.action_space = spaces.Box(-1.0, 1.0, (self.params.num_questions,), dtype=np.float32)
@@ -492,6 +475,20 @@ class BetaBernoulliRoundsEnv(_SimulatedAllocationEnv):
         self._check_running()
         p = self.episode_params
         counts = model.decode_action(p, self._state, action)
+        asked = encoded_counts(action)
+        if asked is not None and list(asked) != counts.tolist():
+            R = int(counts.sum())
+            why = (
+                f"hands out {sum(asked)} rollouts, but this round hands out {R} "
+                "(min(round_size, budget left))"
+                if sum(asked) != R
+                else f"breaks a cap (room {model.capacity(p, self._state).tolist()})"
+            )
+            raise ValueError(
+                f"encode_counts({list(asked)}) {why}; the env would hand out {counts.tolist()} "
+                f"instead: give counts that sum to {R} within the caps, or pass the weights as "
+                "a plain array (np.asarray) to have them split"
+            )
         successes = self.np_random.binomial(counts, self._true_p)
         self._state = model.apply_counts(p, self._state, counts, successes)
         self._last_counts = counts

@@ -50,6 +50,21 @@ def import_object(path: str, kind: str) -> Any:
     return obj
 
 
+def check_keywords(owner: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """Raise ``TypeError`` for the first keyword of ``given`` that ``owner`` does not take,
+    suggesting the closest known one and listing them all (Python's own message names
+    neither)."""
+    known = list(known)
+    for key in given:
+        if key not in known:
+            guess = closest(key, known)
+            hint = f" Did you mean {guess!r}?" if guess else ""
+            raise TypeError(
+                f"{owner} got an unexpected keyword argument {key!r}.{hint} "
+                f"Its arguments: {', '.join(known)}."
+            )
+
+
 def check_int(name: str, value: Any, minimum: int) -> int:
     """Return ``value`` as an ``int`` if it is a whole number of at least ``minimum``.
 

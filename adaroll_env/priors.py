@@ -276,3 +276,27 @@ def apply_drift(p: ArrayLike, shift: float) -> NDArray[np.float64]:
     with np.errstate(divide="ignore"):
         logit = np.log(p) - np.log1p(-p)
     return np.asarray(1.0 / (1.0 + np.exp(-(logit + shift))), dtype=np.float64)
+
+
+def resolve_beliefs(
+    difficulty: DifficultySpec,
+    belief: str | tuple[float, float],
+    prior_alpha: float | tuple[float, ...] | None,
+    prior_beta: float | tuple[float, ...] | None,
+) -> tuple[Any, Any]:
+    """The belief prior: explicit priors override ``belief``; ``"matched"`` fits ``difficulty``."""
+    if prior_alpha is not None and prior_beta is not None:
+        return prior_alpha, prior_beta
+    if isinstance(belief, str):
+        if belief != "matched":
+            raise ValueError(
+                f"belief must be 'matched' or a pair (a, b), got {belief!r}: "
+                "'matched' fits a Beta to the difficulty profile"
+            )
+        a, b = fit_beta(difficulty)
+    else:
+        try:
+            a, b = (float(x) for x in belief)
+        except (TypeError, ValueError):
+            raise ValueError(f"belief must be 'matched' or a pair (a, b), got {belief!r}") from None
+    return (a if prior_alpha is None else prior_alpha), (b if prior_beta is None else prior_beta)

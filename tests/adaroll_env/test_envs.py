@@ -520,3 +520,31 @@ def test_observation_is_model_observation_every_step():
         for key in want:
             np.testing.assert_array_equal(obs[key], want[key])
         obs, _, done, _, _ = env.step(env.action_space.sample())
+
+
+def test_encode_counts_off_the_round_is_refused_not_rescaled():
+    env = gym.make(ROUNDS, num_questions=4, budget=16, max_group=5)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"encode_counts\(\[3, 1, 1, 0\]\) hands out 5 .* 4"):
+        env.step(adaroll_env.encode_counts([3, 1, 1, 0]))
+    _, _, _, _, info = env.step(adaroll_env.encode_counts([2, 1, 1, 0]))
+    assert info["allocation"].tolist() == [2, 1, 1, 0]
+    with pytest.raises(ValueError, match=r"breaks a cap \(room \[3, 4, 4, 5\]\)"):
+        env.step(adaroll_env.encode_counts([4, 0, 0, 0]))
+    # Plain weights are split, by design: the caller asked for a proportional split.
+    _, _, _, _, info = env.step(np.asarray(adaroll_env.encode_counts([3, 1, 1, 0])))
+    assert info["allocation"].sum() == 8
+
+
+@pytest.mark.parametrize("env_id", [SEQ, ROUNDS])
+def test_typo_in_env_arguments_suggests_the_closest(env_id):
+    with pytest.raises(TypeError, match=r"'num_question'\. Did you mean 'num_questions'\?"):
+        gym.make(env_id, num_question=3)
+    with pytest.raises(TypeError, match=r"Its arguments: .*max_group"):
+        gym.make(env_id, max_grup=3)
+
+
+def test_reset_option_typo_suggests_the_closest():
+    env = gym.make(SEQ, num_questions=3, budget=9)
+    with pytest.raises(ValueError, match=r"Did you mean 'prior_alpha'"):
+        env.reset(options={"prior_alpa": 1.0})
