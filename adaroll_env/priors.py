@@ -27,6 +27,7 @@ import json
 import math
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,13 @@ class BetaMixture:
                 raise ValueError(f"Beta({a!r}, {b!r}) in the mixture needs finite parameters > 0")
         total = sum(c[0] for c in comps)
         comps = tuple((w / total, a, b) for w, a, b in comps)
+        if abs(total - 1.0) > 1e-6:
+            warnings.warn(
+                f"mixture weights sum to {total:g}, not 1: normalised to "
+                f"{[round(c[0], 6) for c in comps]}; give weights that sum to 1 to silence this",
+                UserWarning,
+                stacklevel=3,
+            )
         object.__setattr__(self, "components", comps)
 
     def sample(self, rng: np.random.Generator, size: int) -> NDArray[np.float64]:
@@ -116,10 +124,18 @@ class EmpiricalPassRates:
 
     def __post_init__(self) -> None:
         arr = np.asarray(self.rates, dtype=np.float64).reshape(-1)
+        where = f" in {self.name}" if self.name else ""
         if arr.size == 0:
-            raise ValueError("empirical pass rates are empty: give at least one rate in [0, 1]")
-        if np.any(~np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
-            raise ValueError("empirical pass rates must all lie in [0, 1]")
+            raise ValueError(
+                f"empirical pass rates{where} are empty: give at least one rate in [0, 1]"
+            )
+        bad = ~np.isfinite(arr) | (arr < 0) | (arr > 1)
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"pass rate {float(arr[i])!r} (value {i + 1} of {arr.size}){where} is not in "
+                f"[0, 1]: every pass rate must be a number from 0 to 1 ({int(bad.sum())} are not)"
+            )
         object.__setattr__(self, "rates", tuple(float(x) for x in arr))
 
     def sample(self, rng: np.random.Generator, size: int) -> NDArray[np.float64]:
@@ -199,7 +215,14 @@ def load_pass_rates(path: str | os.PathLike) -> EmpiricalPassRates:
             values = [float(t) for t in tokens]
         except ValueError as exc:
             raise ValueError(f"pass-rate file {str(p)!r} holds a non-number: {exc}") from exc
-    return EmpiricalPassRates(tuple(float(v) for v in values), name=p.name)
+    if not isinstance(values, list):
+        raise ValueError(f"pass-rate file {str(p)!r} must hold a list of numbers")
+    for i, v in enumerate(values):
+        if not _is_number(v):
+            raise ValueError(
+                f"pass-rate file {str(p)!r}: value {i + 1} is {v!r}, not a number in [0, 1]"
+            )
+    return EmpiricalPassRates(tuple(float(v) for v in values), name=f"file {str(p)!r}")
 
 
 _BETA_TEXT = re.compile(r"(?i)beta\(\s*([0-9.eE+-]+)\s*,\s*([0-9.eE+-]+)\s*\)")
@@ -226,6 +249,12 @@ def resolve_difficulty(spec: DifficultySpec) -> Difficulty:
         beta = _BETA_TEXT.fullmatch(name.strip())
         if beta:
             return BetaMixture(((1.0, float(beta.group(1)), float(beta.group(2))),), name=name)
+        if name.strip().lower().startswith("beta("):
+            problem = "has no closing ')'" if ")" not in name else "does not parse"
+            raise ValueError(
+                f"difficulty {name!r} {problem}: write beta(a, b) with two positive numbers, "
+                "e.g. 'beta(0.5, 2)'"
+            )
         if Path(name).suffix.lower() in (".txt", ".csv", ".json") or Path(name).is_file():
             return load_pass_rates(name)
         raise unknown_name(

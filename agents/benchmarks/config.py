@@ -28,7 +28,17 @@ MEAN_BINS = 10
 
 def _split(text: str) -> list[str]:
     """Split a comma-separated list, keeping commas inside parentheses: "rlvr,beta(1,2)"."""
-    return [t.strip() for t in re.split(r",(?![^(]*\))", str(text)) if t.strip()]
+    text = str(text)
+    depth = 0
+    for ch in text:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0 or depth > 1:
+            break
+    if depth != 0:
+        raise ValueError(
+            f"{text!r} has unbalanced parentheses: close each one, e.g. 'rlvr,beta(0.5, 2)'"
+        )
+    return [t.strip() for t in re.split(r",(?![^(]*\))", text) if t.strip()]
 
 
 @dataclass

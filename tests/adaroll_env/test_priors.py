@@ -279,3 +279,45 @@ def test_describe():
     assert PROFILES["uniform"].describe() == "Beta(1, 1)"
     assert "Beta(0.5, 12)" in PROFILES["rlvr"].describe()
     assert "3 pass rates" in EmpiricalPassRates((0.1, 0.2, 0.3)).describe()
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        (
+            "0.2 1.5 0.3",
+            r"pass rate 1\.5 \(value 2 of 3\) in file '.*rates\.txt' is not in \[0, 1\]",
+        ),
+        ("0.2, nan", r"pass rate nan \(value 2 of 2\) in file '.*rates\.txt'"),
+        ("-0.1", r"pass rate -0\.1 .*rates\.txt"),
+    ],
+)
+def test_pass_rate_file_errors_name_the_file_and_value(tmp_path, text, match):
+    path = tmp_path / "rates.txt"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        resolve_difficulty(str(path))
+
+
+def test_json_pass_rate_file_with_a_non_number(tmp_path):
+    path = tmp_path / "rates.json"
+    path.write_text("[0.1, null, 0.5]")
+    with pytest.raises(ValueError, match=r"rates\.json'.*value 2 is None"):
+        resolve_difficulty(str(path))
+
+
+def test_mixture_weights_off_one_warn():
+    with pytest.warns(UserWarning, match=r"mixture weights sum to 4, not 1: normalised to \[0\.25"):
+        resolve_difficulty([(1, 1, 2), (3, 3, 4)])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resolve_difficulty("rlvr")
+        resolve_difficulty([(0.25, 1, 2), (0.75, 3, 4)])
+
+
+@pytest.mark.parametrize("spec", ["beta(0.5,2", "beta(0.5, 2"])
+def test_unclosed_beta_is_a_parse_error(spec):
+    with pytest.raises(ValueError, match=r"has no closing '\)': write beta\(a, b\)"):
+        resolve_difficulty(spec)

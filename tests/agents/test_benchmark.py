@@ -188,3 +188,12 @@ def test_allocator_kwargs_reach_the_allocators(tmp_path):
 def test_bad_allocator_kwargs(tmp_path, text, match):
     with pytest.raises(ValueError, match=match):
         _cfg(tmp_path, allocator_kwargs=text)
+
+
+def test_unclosed_parenthesis_in_a_list(tmp_path):
+    with pytest.raises(ValueError, match=r"unbalanced parentheses"):
+        _cfg(tmp_path, difficulties="rlvr,beta(0.5,2")
+    assert _cfg(tmp_path, difficulties="rlvr,beta(0.5,2)").difficulty_list == [
+        "rlvr",
+        "beta(0.5,2)",
+    ]
