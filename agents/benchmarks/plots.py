@@ -1,4 +1,9 @@
-"""PNG plots of a benchmark run (matplotlib, imported only when plotting)."""
+"""PNG plots of a benchmark run (matplotlib, imported only when plotting).
+
+Every line of a plot has its own style (colour, line style and marker together: 120 distinct
+combinations), legends sit outside the axes, and bar labels are horizontal, one per row, so
+that fifteen or more allocators stay readable.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,38 @@ from typing import Any
 import numpy as np
 
 from agents.benchmarks.config import MEAN_BINS
+
+_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+_LINES = ("-", "--", "-.", ":")
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def line_styles(n: int) -> list[dict[str, Any]]:
+    """``n`` matplotlib styles (colour, line style, marker): line i takes colour i mod 10, and
+    each block of ten changes marker and line style together, so no two of the first
+    10·lcm(6, 4) = 120 lines look alike (past that the styles repeat)."""
+    out = []
+    for i in range(n):
+        block = i // len(_COLORS)
+        out.append(
+            {
+                "color": _COLORS[i % len(_COLORS)],
+                "linestyle": _LINES[block % len(_LINES)],
+                "marker": _MARKERS[block % len(_MARKERS)],
+            }
+        )
+    return out
 
 
 def _pyplot() -> Any:
@@ -19,42 +56,64 @@ def _pyplot() -> Any:
     return plt
 
 
-def plot_bars(rows: list[dict[str, Any]], path: Path) -> None:
-    """Bars of mean utility with 95 % CIs, one panel per setting."""
+def _legend_outside(fig: Any, ax: Any) -> None:
+    """One legend to the right of the axes (never over the lines)."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+
+def figure_bars(rows: list[dict[str, Any]]) -> Any:
+    """Horizontal bars of mean utility with 95 % CIs, one panel per setting, one allocator a
+    row (names never overlap however many allocators there are)."""
     plt = _pyplot()
     keys = list(dict.fromkeys(r["setting"] for r in rows))
-    fig, axes = plt.subplots(len(keys), 1, figsize=(9, 2.8 * len(keys) + 0.6), squeeze=False)
+    n_max = max(sum(1 for r in rows if r["setting"] == k) for k in keys)
+    height = 0.3 * n_max + 1.0
+    fig, axes = plt.subplots(len(keys), 1, figsize=(9, height * len(keys)), squeeze=False)
     for ax, key in zip(axes[:, 0], keys, strict=True):
         sub = [r for r in rows if r["setting"] == key]
-        names = [r["allocator"] for r in sub]
-        ax.bar(
-            names,
+        names = [r["allocator"] + (" (ref)" if r["reference_only"] else "") for r in sub]
+        y = np.arange(len(sub))
+        ax.barh(
+            y,
             [r["mean_utility"] for r in sub],
-            yerr=[r["ci95"] for r in sub],
-            capsize=4,
+            xerr=[r["ci95"] for r in sub],
+            capsize=3,
             color=[
-                "#888888" if n == "uniform" else "#d08c2f" if r["reference_only"] else "#3b75af"
-                for n, r in zip(names, sub, strict=True)
+                "#888888"
+                if r["allocator"] == "uniform"
+                else "#d08c2f"
+                if r["reference_only"]
+                else "#3b75af"
+                for r in sub
             ],
         )
+        ax.set_yticks(y, names, fontsize=9)
+        ax.invert_yaxis()  # the first allocator (uniform) on top
         ax.set_title(key, fontsize=10)
-        ax.set_ylabel("mean utility")
+        ax.set_xlabel("mean utility")
         lo = min(r["mean_utility"] - r["ci95"] for r in sub)
         hi = max(r["mean_utility"] + r["ci95"] for r in sub)
         pad = 0.15 * (hi - lo + 1e-9)
-        ax.set_ylim(max(0.0, lo - pad), hi + pad)
-        ax.tick_params(axis="x", labelrotation=30)
+        ax.set_xlim(max(0.0, lo - pad), hi + pad)
     fig.tight_layout()
+    return fig
+
+
+def plot_bars(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write ``figure_bars(rows)`` to ``path`` (PNG)."""
+    fig = figure_bars(rows)
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _pyplot().close(fig)
 
 
-def plot_group_sizes(rows: list[dict[str, Any]], path: Path) -> None:
+def figure_group_sizes(rows: list[dict[str, Any]]) -> Any:
     """Mean utility per question against G, one line per allocator, one panel per
     (env, difficulty, utility)."""
     plt = _pyplot()
     panels = list(dict.fromkeys((r["env"], r["difficulty"], r["utility_name"]) for r in rows))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    names = list(dict.fromkeys(r["allocator"] for r in rows))
+    styles = dict(zip(names, line_styles(len(names)), strict=True))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels) + 2, 4), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
         sub = [r for r in rows if (r["env"], r["difficulty"], r["utility_name"]) == panel]
         for name in dict.fromkeys(r["allocator"] for r in sub):
@@ -64,30 +123,50 @@ def plot_group_sizes(rows: list[dict[str, Any]], path: Path) -> None:
                 if r["allocator"] == name
             )
             g, m, ci = (np.array(x) for x in zip(*pts, strict=True))
-            ax.errorbar(g, m, yerr=ci, marker="o", capsize=3, label=name)
+            ax.errorbar(g, m, yerr=ci, capsize=3, label=name, **styles[name])
         ax.set_xscale("log", base=2)
         ax.set_xlabel("G = N / B")
         ax.set_ylabel("mean utility")
         ax.set_title("/".join(panel), fontsize=10)
-    axes[0, -1].legend(fontsize=8)
+    _legend_outside(fig, axes[0, -1])
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
-def plot_rollouts_by_mean(rows: list[dict[str, Any]], path: Path) -> None:
+def plot_group_sizes(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write ``figure_group_sizes(rows)`` to ``path`` (PNG)."""
+    fig = figure_group_sizes(rows)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    _pyplot().close(fig)
+
+
+def figure_rollouts_by_mean(rows: list[dict[str, Any]]) -> Any:
     """Average rollouts a question received against its final posterior mean, per allocator."""
     plt = _pyplot()
     keys = list(dict.fromkeys(r["setting"] for r in rows))
-    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4), squeeze=False)
+    names = list(dict.fromkeys(r["allocator"] for r in rows))
+    styles = dict(zip(names, line_styles(len(names)), strict=True))
+    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys) + 2, 4), squeeze=False)
     centers = (np.arange(MEAN_BINS) + 0.5) / MEAN_BINS
     for ax, key in zip(axes[0], keys, strict=True):
         for r in (r for r in rows if r["setting"] == key):
-            ax.plot(centers, r["rollouts_by_mean"], marker=".", label=r["allocator"])
+            ax.plot(
+                centers,
+                r["rollouts_by_mean"],
+                label=r["allocator"],
+                markersize=4,
+                **styles[r["allocator"]],
+            )
         ax.set_xlabel("final posterior mean of the question")
         ax.set_ylabel("rollouts per question")
         ax.set_title(key, fontsize=10)
-    axes[0, -1].legend(fontsize=8)
+    _legend_outside(fig, axes[0, -1])
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
+
+
+def plot_rollouts_by_mean(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write ``figure_rollouts_by_mean(rows)`` to ``path`` (PNG)."""
+    fig = figure_rollouts_by_mean(rows)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    _pyplot().close(fig)
