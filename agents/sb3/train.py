@@ -12,6 +12,11 @@ Resume (``--resume <zip>``) loads the model with its step counter and continues 
 (``reset_num_timesteps=False``): ``--total-timesteps`` then counts the *additional* steps, and the
 TensorBoard curve continues where it stopped.
 
+A stop by SIGINT (Ctrl-C) or SIGTERM ends training at the next env step, saves ``model.zip``
+(resumable with ``--resume``) and ``result.json``, prints one line saying how to resume, and
+exits with status 130 or 143 (128 + the signal, as shells report); a second signal of the same
+kind stops at once.
+
 SB3 zips are pickles: resume only from files you trust.
 """
 
@@ -21,7 +26,10 @@ import dataclasses
 import functools
 import json
 import platform
+import shlex
+import signal
 import textwrap
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +51,8 @@ from agents.sb3.allocator import (
 from agents.sb3.features import QuestionFeatures
 
 Algo = Literal["ppo", "maskable_ppo", "a2c", "dqn"]
+#: Exit status of a run stopped by a signal: 128 + the signal number, as shells report it.
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 #: Hyperparameter keys that are not algorithm arguments.
 _ZOO_KEYS = ("n_envs", "n_timesteps", "policy", "policy_kwargs", "env_kwargs")
 
@@ -252,7 +262,43 @@ class TrainResult:
     evaluations: list[tuple[int, float]]
 
 
-def _callbacks(cfg: TrainConfig, run_dir: Path, eval_env: Any, n_envs: int, t0: float) -> Any:
+class SignalStop:
+    """While active, SIGINT and SIGTERM only record the signal (``signum``), so that training
+    can stop cleanly at the next env step; a second one raises ``KeyboardInterrupt`` at once.
+    The previous handlers come back on exit. Outside the main thread it does nothing."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> SignalStop:
+        if threading.current_thread() is threading.main_thread():
+            for sig in SIGNAL_EXIT:
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signum is not None:
+            raise KeyboardInterrupt
+        self.signum = signum
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+
+
+def _resume_line(cfg: TrainConfig, model_path: Path, signum: int, steps: int) -> str:
+    args = ["adaroll", "train-sb3", "--resume", str(model_path), "--algo", cfg.algo]
+    args += ["--env", cfg.env, "--env-kwargs", cfg.env_kwargs, "--out", cfg.out]
+    return (
+        f"stopped by {signal.Signals(signum).name} at {steps} env steps; saved {model_path}; "
+        f"resume with: {shlex.join(args)} (--total-timesteps counts the steps still to train)"
+    )
+
+
+def _callbacks(
+    cfg: TrainConfig, run_dir: Path, eval_env: Any, n_envs: int, t0: float, stop: SignalStop
+) -> Any:
     from stable_baselines3.common.callbacks import (
         BaseCallback,
         CallbackList,
@@ -270,7 +316,13 @@ def _callbacks(cfg: TrainConfig, run_dir: Path, eval_env: Any, n_envs: int, t0: 
         def _on_step(self) -> bool:
             return self.limit is None or time.perf_counter() - t0 < self.limit
 
-    cbs: list[BaseCallback] = [StopAfter(cfg.time_limit_s)]
+    class StopOnSignal(BaseCallback):
+        """Stop training at the next env step once a SIGINT or SIGTERM arrived."""
+
+        def _on_step(self) -> bool:
+            return stop.signum is None
+
+    cbs: list[BaseCallback] = [StopAfter(cfg.time_limit_s), StopOnSignal()]
     if cfg.eval_freq > 0:
         kw: dict[str, Any] = {
             "n_eval_episodes": cfg.eval_episodes,
@@ -353,18 +405,28 @@ def main(cfg: TrainConfig) -> TrainResult:
     model.adaroll_meta = meta  # saved with every zip (best model and checkpoints too)
     start_steps = int(model.num_timesteps)
     t0 = time.perf_counter()
-    model.learn(
-        total,
-        callback=_callbacks(cfg, run_dir, eval_env, n_envs, t0),
-        tb_log_name=f"{cfg.algo}_{cfg.policy}",
-        reset_num_timesteps=not cfg.resume,
-        progress_bar=cfg.progress,
-    )
-    seconds = time.perf_counter() - t0
-    steps = int(model.num_timesteps) - start_steps
-    model_path = save_model(model, run_dir / "model.zip", meta)
-    venv.close()
-    eval_env.close()
+    with SignalStop() as stop:
+        model.learn(
+            total,
+            callback=_callbacks(cfg, run_dir, eval_env, n_envs, t0, stop),
+            tb_log_name=f"{cfg.algo}_{cfg.policy}",
+            reset_num_timesteps=not cfg.resume,
+            progress_bar=cfg.progress,
+        )
+        seconds = time.perf_counter() - t0
+        steps = int(model.num_timesteps) - start_steps
+        model_path = save_model(model, run_dir / "model.zip", meta)
+        venv.close()
+        eval_env.close()
+        if stop.signum is not None:
+            stopped: dict[str, Any] = {
+                "timesteps": int(model.num_timesteps),
+                "seconds": round(seconds, 2),
+                "stopped_by": signal.Signals(stop.signum).name,
+            }
+            (run_dir / "result.json").write_text(json.dumps(stopped, indent=2) + "\n")
+            print(_resume_line(cfg, model_path, stop.signum, int(model.num_timesteps)), flush=True)
+            raise SystemExit(SIGNAL_EXIT[signal.Signals(stop.signum)])
 
     evaluations: list[tuple[int, float]] = []
     npz = run_dir / "evaluations.npz"

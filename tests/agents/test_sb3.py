@@ -342,3 +342,62 @@ def test_parallel_benchmark_runs_a_learned_allocator(saved):
     )
     rows = run_benchmark(cfg, write=False).rows
     assert {r["allocator"] for r in rows} == {"uniform", f"sb3:{saved}"}
+
+
+_TRAIN_FOREVER = """
+import sys
+from agents.sb3.train import TrainConfig, main
+
+main(TrainConfig(env={env!r}, env_kwargs={kw!r}, total_timesteps=10**8, n_envs=2, eval_freq=0,
+                 save_freq=0, out={out!r}, name="run", progress=False, references=False,
+                 tensorboard=False))
+"""
+
+
+@pytest.mark.parametrize(("sig", "status"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_train_sb3_stops_on_a_signal_with_a_resumable_model(tmp_path, sig, status):
+    import os
+    import signal
+    import time
+
+    code = _TRAIN_FOREVER.format(env=ROUNDS, kw=json.dumps(SMALL), out=str(tmp_path))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    run = tmp_path / "run"
+    deadline = time.monotonic() + 120
+    while not (run / "hyperparams.json").is_file() and proc.poll() is None:
+        assert time.monotonic() < deadline, "training never started"
+        time.sleep(0.2)
+    time.sleep(3.0)  # inside learn()
+    proc.send_signal(getattr(signal, sig))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == status, err[-2000:]
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"stopped by {sig} at ")
+    assert "resume with: adaroll train-sb3 --resume" in lines[0]
+    assert "Traceback" not in err
+    result = json.loads((run / "result.json").read_text())
+    assert result["stopped_by"] == sig and result["timesteps"] > 0
+    assert read_meta(run / "model.zip")["params"]["num_questions"] == 4
+    resumed = main(
+        TrainConfig(
+            env=ROUNDS,
+            env_kwargs=json.dumps(SMALL),
+            total_timesteps=128,
+            n_envs=2,
+            eval_freq=0,
+            save_freq=0,
+            out=str(tmp_path),
+            name="resumed",
+            progress=False,
+            references=False,
+            tensorboard=False,
+            resume=str(run / "model.zip"),
+        )
+    )
+    assert resumed.timesteps >= result["timesteps"] + 128
