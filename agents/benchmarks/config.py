@@ -11,6 +11,7 @@ from typing import Any
 import gymnasium as gym
 
 import adaroll_env
+from adaroll_env.errors import unknown_name
 from adaroll_env.priors import resolve_difficulty
 from adaroll_env.utilities import get_utility
 from agents.registry import list_allocators, parse_allocator_kwargs_by_spec
@@ -100,9 +101,7 @@ class BenchConfig:
     def __post_init__(self) -> None:
         for kind in self.env_kinds:
             if kind not in ENV_KINDS:
-                raise ValueError(
-                    f"env kind {kind!r} is unknown: use {', '.join(ENV_KINDS)} (comma-separated)"
-                )
+                raise unknown_name("env kind", kind, ENV_KINDS, "Give them comma-separated.")
         for d in self.difficulty_list:
             resolve_difficulty(d)
         for u in self.utility_list:

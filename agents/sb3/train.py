@@ -38,6 +38,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
+from adaroll_env.errors import unknown_name
 from adaroll_env.model import AllocationParams
 from agents.sb3 import HYPERPARAMS
 from agents.sb3.allocator import (
@@ -113,7 +114,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
-            raise ValueError(f"algo must be one of {ALGOS}, got {self.algo!r}")
+            raise unknown_name("algo", self.algo, ALGOS)
         self.env_kwargs_dict()
         for name in ("total_timesteps", "n_envs"):
             v = getattr(self, name)

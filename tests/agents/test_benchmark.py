@@ -197,3 +197,8 @@ def test_unclosed_parenthesis_in_a_list(tmp_path):
         "rlvr",
         "beta(0.5,2)",
     ]
+
+
+def test_unknown_env_kind_suggests_the_closest(tmp_path):
+    with pytest.raises(ValueError, match=r"Did you mean 'sequential'"):
+        _cfg(tmp_path, envs="sequentail")
