@@ -202,3 +202,39 @@ def test_unclosed_parenthesis_in_a_list(tmp_path):
 def test_unknown_env_kind_suggests_the_closest(tmp_path):
     with pytest.raises(ValueError, match=r"Did you mean 'sequential'"):
         _cfg(tmp_path, envs="sequentail")
+
+
+@pytest.mark.parametrize(
+    "script", ["bench_env.py", "bench_bamdp.py", "bench_sb3.py", "train_pretrained.py"]
+)
+def test_scripts_parse_without_the_trainer(script):
+    # A script parses its config and calls a library main; none needs the trainer's CLI.
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    code = (
+        "import runpy, sys; sys.modules['trainers'] = None; "
+        f"sys.argv = [{script!r}, '--help']; "
+        f"runpy.run_path({str(root / 'scripts' / script)!r}, run_name='__main__')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "usage:" in done.stdout
+
+
+def test_sb3_report_gain_ratio_hand_worked():
+    from agents.benchmarks.sb3 import gain_ratio
+
+    u = {
+        "uniform": np.array([1.0, 2.0, 3.0, 4.0]),
+        "bamdp": np.array([2.0, 3.0, 4.0, 5.0]),  # +1 each
+        "sb3:x": np.array([1.5, 2.5, 3.5, 4.5]),  # +0.5 each
+    }
+    r = gain_ratio(u, "sb3:x", np.random.default_rng(0), boot=200)
+    assert r["gain"] == pytest.approx(0.5) and r["bamdp_gain"] == pytest.approx(1.0)
+    assert r["ratio"] == pytest.approx(0.5)
+    assert r["ratio_lo"] == pytest.approx(0.5) and r["ratio_hi"] == pytest.approx(0.5)
