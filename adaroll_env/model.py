@@ -348,14 +348,13 @@ def prior_matches(
     The one answer to "is the prior in this observation the params' prior?": an observation
     holds alpha = α + s in float32, so the prior read back from it (alpha − s) is exact only to
     within half an ulp of α + s. Two priors match when they differ by at most ``PRIOR_RTOL``
-    times (prior + counts) in each parameter; with no counts (the defaults) it compares two
-    float64 priors to the same relative tolerance.
+    times (α + counts) in each parameter, α, β being the reference prior; with no counts (the
+    defaults) it compares two float64 priors to the same relative tolerance. Floats or numpy
+    arrays (broadcast).
     """
-    ta = PRIOR_RTOL * (np.maximum(alpha, observed_alpha) + successes)
-    tb = PRIOR_RTOL * (np.maximum(beta, observed_beta) + failures)
-    return (np.abs(np.subtract(observed_alpha, alpha)) <= ta) & (
-        np.abs(np.subtract(observed_beta, beta)) <= tb
-    )
+    # Plain operators: scalars stay Python floats (a hot path of sequential decisions).
+    ok_a = abs(observed_alpha - alpha) <= PRIOR_RTOL * (alpha + successes)
+    return ok_a & (abs(observed_beta - beta) <= PRIOR_RTOL * (beta + failures))
 
 
 def predictive(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:

@@ -156,15 +156,24 @@ class BaseAllocator:
         non-negative, summing to the round, within the caps); a broken decision raises
         ``AllocationError`` naming the allocator, the rule and the numbers, never repaired.
         """
+        params = self.params
+        counts = np.asarray(self.allocate(obs))
+        if params.mode == "sequential" and counts.dtype.kind in "iu":
+            # Fast path of the same rules for one rollout: exactly one 1, to a question with room.
+            nz = np.flatnonzero(counts)
+            if nz.size == 1 and counts[nz[0]] == 1 and counts.shape == (params.num_questions,):
+                q = int(nz[0])
+                if float(obs["rollouts"][q]) < params.cap and float(obs["budget_left"][0]) >= 1:
+                    return q
         b = self.beliefs(obs)
         counts = check_allocation(
             f"{self.name!r} ({type(self).__name__})",
-            self.allocate(obs),
+            counts,
             round_size=b.round_size,
             spent=b.rollouts,
-            caps=self.params.cap,
+            caps=params.cap,
         )
-        if self.params.mode == "sequential":
+        if params.mode == "sequential":
             return int(np.flatnonzero(counts)[0])
         return encode_counts(counts)
 
