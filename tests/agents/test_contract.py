@@ -144,3 +144,25 @@ def test_predict_enforces_the_contract(plugin):
 def test_a_good_plugin_still_runs(tmp_path, plugin):
     res = run_benchmark(_bench(tmp_path, f"{plugin}:Even"), write=False)
     assert {r["allocator"] for r in res.rows} == {"uniform", f"{plugin}:Even"}
+
+
+def test_adaroll_bench_exits_2_naming_the_broken_rule(tmp_path, plugin):
+    # Through the command line: the error is printed, nothing is scored, exit status 2.
+    import os
+    import subprocess
+
+    code = "import sys; from trainers.cli import main; sys.exit(main())"
+    args = ["bench", "--allocators", f"uniform,{plugin}:RoundPlusOne", "--num-questions", "4"]
+    args += ["--episodes", "3", "--workers", "1", "--out", str(tmp_path), "--no-progress"]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "'round_plus_one' (RoundPlusOne) broke the allocation contract" in done.stderr
+    assert "handed out 5 rollouts" in done.stderr
+    assert not list(tmp_path.glob("bench-*"))
