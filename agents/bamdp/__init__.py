@@ -3,7 +3,13 @@
 - ``agents.bamdp.index``: index tables λ*(s, f) per (prior, utility, cap);
 - ``agents.bamdp.cache``: those tables cached in memory and on disk;
 - ``agents.bamdp.bound``: ``upper_bound(params)``, the certified Lagrangian bound;
+- ``agents.bamdp.exact``: ``solve_exact``, backward induction over the folded belief states;
+- ``agents.bamdp.states``: ``estimate_states``, how many states the exact solver would visit;
+- ``agents.bamdp.solve``: ``adaroll solve`` (build and cache tables, draw the policy);
 - ``agents.bamdp.allocator``: ``BAMDPAllocator``, registered as ``bamdp``.
+
+Its benchmark report (``scripts/bench_bamdp.py``) lives in ``agents.benchmarks.bamdp``: the solver
+does not depend on the benchmark harness.
 """
 
 from __future__ import annotations

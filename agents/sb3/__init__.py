@@ -6,6 +6,7 @@ when used.
 * ``agents.sb3.features`` — the per-question feature wrapper ``QuestionFeatures``.
 * ``agents.sb3.policy`` — the permutation-equivariant policies (PPO/A2C, MaskablePPO, DQN).
 * ``agents.sb3.train`` — ``adaroll train-sb3`` (``TrainConfig``, ``main``).
+* ``agents.sb3.reproduce`` — rebuild ``sb3:pretrained`` (behind ``scripts/train_pretrained.py``).
 * ``agents.sb3.allocator`` — ``SB3Allocator`` and ``load_sb3_allocator``, behind the
   ``sb3:<path>`` allocator spec (``sb3:pretrained`` is the zip shipped in ``pretrained/``).
 
