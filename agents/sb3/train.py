@@ -351,7 +351,16 @@ def _callbacks(
 
 
 def main(cfg: TrainConfig) -> TrainResult:
-    """Train, evaluate, save ``model.zip`` (with its params) and ``learning_curve.png``."""
+    """Train, evaluate, save ``model.zip`` (with its params) and ``learning_curve.png``.
+
+    SIGINT and SIGTERM are caught from the start: training stops at its next env step (at once if
+    the signal came while it was being set up), the model is saved and the process exits 130/143.
+    """
+    with SignalStop() as stop:
+        return _train(cfg, stop)
+
+
+def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
     import torch as th
 
     th.set_num_threads(cfg.threads)
@@ -406,28 +415,27 @@ def main(cfg: TrainConfig) -> TrainResult:
     model.adaroll_meta = meta  # saved with every zip (best model and checkpoints too)
     start_steps = int(model.num_timesteps)
     t0 = time.perf_counter()
-    with SignalStop() as stop:
-        model.learn(
-            total,
-            callback=_callbacks(cfg, run_dir, eval_env, n_envs, t0, stop),
-            tb_log_name=f"{cfg.algo}_{cfg.policy}",
-            reset_num_timesteps=not cfg.resume,
-            progress_bar=cfg.progress,
-        )
-        seconds = time.perf_counter() - t0
-        steps = int(model.num_timesteps) - start_steps
-        model_path = save_model(model, run_dir / "model.zip", meta)
-        venv.close()
-        eval_env.close()
-        if stop.signum is not None:
-            stopped: dict[str, Any] = {
-                "timesteps": int(model.num_timesteps),
-                "seconds": round(seconds, 2),
-                "stopped_by": signal.Signals(stop.signum).name,
-            }
-            (run_dir / "result.json").write_text(json.dumps(stopped, indent=2) + "\n")
-            print(_resume_line(cfg, model_path, stop.signum, int(model.num_timesteps)), flush=True)
-            raise SystemExit(SIGNAL_EXIT[signal.Signals(stop.signum)])
+    model.learn(
+        total,
+        callback=_callbacks(cfg, run_dir, eval_env, n_envs, t0, stop),
+        tb_log_name=f"{cfg.algo}_{cfg.policy}",
+        reset_num_timesteps=not cfg.resume,
+        progress_bar=cfg.progress,
+    )
+    seconds = time.perf_counter() - t0
+    steps = int(model.num_timesteps) - start_steps
+    model_path = save_model(model, run_dir / "model.zip", meta)
+    venv.close()
+    eval_env.close()
+    if stop.signum is not None:
+        stopped: dict[str, Any] = {
+            "timesteps": int(model.num_timesteps),
+            "seconds": round(seconds, 2),
+            "stopped_by": signal.Signals(stop.signum).name,
+        }
+        (run_dir / "result.json").write_text(json.dumps(stopped, indent=2) + "\n")
+        print(_resume_line(cfg, model_path, stop.signum, int(model.num_timesteps)), flush=True)
+        raise SystemExit(SIGNAL_EXIT[signal.Signals(stop.signum)])
 
     evaluations: list[tuple[int, float]] = []
     npz = run_dir / "evaluations.npz"

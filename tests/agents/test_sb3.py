@@ -354,8 +354,11 @@ main(TrainConfig(env={env!r}, env_kwargs={kw!r}, total_timesteps=10**8, n_envs=2
 """
 
 
-@pytest.mark.parametrize(("sig", "status"), [("SIGINT", 130), ("SIGTERM", 143)])
-def test_train_sb3_stops_on_a_signal_with_a_resumable_model(tmp_path, sig, status):
+@pytest.mark.parametrize(
+    ("sig", "status", "wait"),
+    [("SIGINT", 130, 3.0), ("SIGTERM", 143, 3.0), ("SIGINT", 130, 0.0)],  # 0: during set-up
+)
+def test_train_sb3_stops_on_a_signal_with_a_resumable_model(tmp_path, sig, status, wait):
     import os
     import signal
     import time
@@ -373,7 +376,7 @@ def test_train_sb3_stops_on_a_signal_with_a_resumable_model(tmp_path, sig, statu
     while not (run / "hyperparams.json").is_file() and proc.poll() is None:
         assert time.monotonic() < deadline, "training never started"
         time.sleep(0.2)
-    time.sleep(3.0)  # inside learn()
+    time.sleep(wait)  # 3 s: inside learn(); 0 s: while the model is being built
     proc.send_signal(getattr(signal, sig))
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == status, err[-2000:]
