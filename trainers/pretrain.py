@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from adaroll_env.stats import library_versions
 from trainers.collate import pad_rows
 from trainers.paths import cache_dir
 from trainers.pretrain_eval import evaluate, report_table, sample_completions
@@ -355,6 +356,7 @@ def train_and_save(cfg: PretrainConfig, directory: str | os.PathLike | None = No
             "train_seconds": train_seconds,
             "total_seconds": time.perf_counter() - start,
             "threads": torch.get_num_threads(),
+            "versions": library_versions(("torch", "transformers", "tokenizers")),
             "report": report,
         }
         # Written last: its presence marks a complete model directory.

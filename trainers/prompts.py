@@ -13,7 +13,7 @@ live env), so they agree token for token:
   before the text, followed by a blank line.
 
 ``PromptFormat`` holds the two settings for callers that encode many prompts; the functions
-take them as keywords. Nothing heavy is imported: the tokenizer does the work.
+take them as keywords. Only the standard library is imported: the tokenizer does the work.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
-
-from adaroll_env.errors import unknown_name
 
 ChatTemplate = Literal["auto", "none"]
 CHAT_TEMPLATES: tuple[str, ...] = get_args(ChatTemplate)
@@ -57,6 +55,8 @@ class PromptFormat:
 
     def __post_init__(self) -> None:
         if self.chat_template not in CHAT_TEMPLATES:
+            from adaroll_env.errors import unknown_name  # only on this error path
+
             raise unknown_name(
                 "chat_template",
                 str(self.chat_template),

@@ -400,8 +400,9 @@ def test_a_missing_model_path_is_a_user_error_the_cli_reports(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main([*argv, "--device", "cpu"])
     assert stop.value.code == 2
-    err = capsys.readouterr().err
-    assert str(missing) in err and "adaroll pretrain-tiny --out DIR" in err
+    assert str(missing) in capsys.readouterr().err
+    # load_policy's own message says how to fix it
+    assert "adaroll pretrain-tiny --out DIR" in str(exc.value)
 
 
 def test_the_tiny_build_prints_its_final_path_not_the_temporary_one(tmp_path, monkeypatch, capsys):
@@ -412,3 +413,5 @@ def test_the_tiny_build_prints_its_final_path_not_the_temporary_one(tmp_path, mo
     assert path == tiny_model_dir(cfg) and (path / TINY_METADATA_FILE).is_file()
     assert f"saved the warm-started tiny model to {path}" in printed
     assert ".tmp-" not in printed
+    versions = json.loads((path / TINY_METADATA_FILE).read_text())["versions"]
+    assert {"python", "torch", "transformers", "tokenizers"} <= set(versions)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from adaroll_env.errors import check_int
 from trainers.collate import pad_batch
 from trainers.engines.base import Generation, SamplingSpec, check_request
 
@@ -28,8 +29,7 @@ class HFEngine:
     name = "hf"
 
     def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 256) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_int("batch_size", batch_size, 1)
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from adaroll_env.errors import closest
 from trainers.tasks.arithmetic import arithmetic_task
 from trainers.tasks.base import Task
 from trainers.tasks.jsonl import jsonl_task
@@ -37,6 +36,8 @@ def make_task(spec: str, *, seed: int = 0, **kwargs: Any) -> Task:
         task = jsonl_task(SAMPLE_PATH, seed=seed, **kwargs)
         task.name = "sample"
         return task
+    from adaroll_env.errors import closest  # only on this error path: trainers.tasks stays light
+
     guess = closest(name, TASKS)
     hint = f" Did you mean {guess!r}?" if guess else ""
     raise ValueError(
