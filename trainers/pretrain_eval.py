@@ -31,10 +31,11 @@ def sample_completions(
     """
     from trainers.engines.base import SamplingSpec
     from trainers.engines.hf import HFEngine
+    from trainers.prompts import encode_prompts
 
     if not prompts:
         return []
-    ids = [list(row) for row in tokenizer(list(prompts)).input_ids]
+    ids = encode_prompts(tokenizer, prompts, chat_template="none")  # trained on plain text
     engine = HFEngine(model, tokenizer, batch_size=batch_size)
     spec = SamplingSpec(max_new_tokens=max_new_tokens, temperature=temperature)
     return engine.generate(ids, [num_samples] * len(ids), spec, seed=seed).texts
