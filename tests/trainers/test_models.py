@@ -218,18 +218,15 @@ def test_load_policy_missing_path_says_how_to_fix(tmp_path):
         load_policy(str(tmp_path))
 
 
+def _one_layer_llama(**kwargs):
+    """A one-layer, one-head Llama config of width 64 (``kwargs`` set the rest)."""
+    shape = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=1, head_dim=64)
+    return LlamaConfig(**shape, num_attention_heads=1, num_key_value_heads=1, **kwargs)
+
+
 def test_load_policy_turns_dropout_off_and_sets_padding(tmp_path):
-    config = LlamaConfig(
-        vocab_size=100,
-        hidden_size=64,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=1,
-        num_key_value_heads=1,
-        head_dim=64,
-        attention_dropout=0.25,
-        bos_token_id=1,
-        eos_token_id=2,
+    config = _one_layer_llama(
+        vocab_size=100, attention_dropout=0.25, bos_token_id=1, eos_token_id=2
     )
     LlamaForCausalLM(config).save_pretrained(tmp_path)
     tok = build_tiny_tokenizer()
@@ -348,16 +345,7 @@ def test_pretrain_tiny_command_rejects_bad_options(capsys):
 
 
 def test_disable_dropout_silences_modules_config_and_copied_rates():
-    config = LlamaConfig(
-        vocab_size=50,
-        hidden_size=64,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=1,
-        num_key_value_heads=1,
-        head_dim=64,
-        attention_dropout=0.5,
-    )
+    config = _one_layer_llama(vocab_size=50, attention_dropout=0.5)
     torch.manual_seed(0)
     model = LlamaForCausalLM(config)
     model.model.extra = torch.nn.Dropout(0.3)  # an nn.Dropout anywhere in the tree
