@@ -188,8 +188,8 @@ class GRPOConfig:
     threads: int | None = field(
         default=None,
         metadata=field_help(
-            "torch CPU threads: none picks min(cores, 4); 0 keeps torch's own choice (one per "
-            "core, which stalls when other jobs share the machine)"
+            "torch CPU threads: none picks min(cores, 4), fewer when other work keeps cores busy; "
+            "0 keeps torch's own choice (one per core, which stalls on a shared machine)"
         ),
     )
     device: str = field(default="auto", metadata=field_help("'auto', 'cpu', 'cuda' or 'cuda:N'"))
@@ -266,6 +266,10 @@ class GRPOConfig:
                 "every group has zero reward variance and GRPO learns nothing: use a "
                 "temperature > 0 (1.0 is the default)"
             )
+        from adaroll_env.utilities import get_utility
+
+        get_utility(self.utility)  # an unknown name raises, suggesting the closest
+        check_allocator_spec(self.allocator)
         if self.allocator_kwargs is not None:
             allocator_kwargs(self.allocator, self.allocator_kwargs)
 
@@ -310,11 +314,18 @@ AUTO_THREADS_MAX = 4
 
 
 def resolve_threads(threads: int | None) -> int:
-    """torch threads for a ``threads`` setting: ``None`` is ``min(cores, 4)``; 0 means "leave
-    torch's own choice" (returned as 0); any other value as given."""
-    if threads is None:
-        return max(1, min(os.cpu_count() or 1, AUTO_THREADS_MAX))
-    return threads
+    """torch threads for a ``threads`` setting. ``None``: ``min(cores, 4)``, lowered to the cores
+    left free by other work (cores minus the 1-minute load average, at least 1) — OpenMP threads
+    that wait on each other on a busy machine make every small kernel many times slower. 0
+    means "leave torch's own choice" (returned as 0); any other value as given."""
+    if threads is not None:
+        return threads
+    cores = os.cpu_count() or 1
+    try:
+        busy = int(os.getloadavg()[0] + 0.5)
+    except OSError:  # no load average on this platform
+        busy = 0
+    return max(1, min(cores, AUTO_THREADS_MAX, cores - busy))
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:
@@ -323,6 +334,20 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
         check_int(name, value, minimum)
     except TypeError as exc:
         raise ValueError(str(exc)) from None
+
+
+def check_allocator_spec(spec: str) -> None:
+    """Refuse an allocator spec that cannot be built (unknown name, ``sb3:`` file missing,
+    ``module:Class`` not importable) before anything loads; the error names the fix."""
+    spec = spec.strip()
+    if spec.startswith("sb3:"):
+        from agents.sb3.allocator import resolve_path
+
+        resolve_path(spec[len("sb3:") :])
+        return
+    from agents.registry import _factory
+
+    _factory(spec)
 
 
 def allocator_kwargs(spec: str, text: str | dict[str, Any] | None) -> dict[str, Any]:

@@ -1,11 +1,9 @@
-"""The rollouts of the step in progress, the allocation contract of a round, and collation.
+"""The rollouts of the step in progress and the allocation contract of a round.
 
 ``Rollouts`` gathers, per question of a rank's batch, the completions a step generated (ids,
 engine log-probs, rewards, truncation) with the step's counters; ``Rollouts.add`` records one
 ``Generation``. ``check_counts`` is the contract a round's allocation must meet (integers, the
-round's size, the caps). ``collate`` lays prompt and completion ids out for one forward pass
-(prompts left-padded so every completion starts at the same column); ``pad_rows`` and
-``fit_row`` bring ragged per-token rows to one width.
+round's size, the caps). Collation for the update is ``trainers.collate``'s.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 from numpy.typing import NDArray
 
 from adaroll_env import model as am
@@ -89,54 +86,3 @@ def check_counts(p: am.AllocationParams, s: am.AllocationState, counts: Any) -> 
             f"(max_group={p.max_group})"
         )
     return c
-
-
-@dataclass
-class Collated:
-    """One forward pass's tensors: ids and attention ``[b, L]``, positions ``[b, L]``, the
-    completion targets and mask ``[b, T]``; completions start at column ``prompt_width``."""
-
-    ids: torch.Tensor
-    attention: torch.Tensor
-    positions: torch.Tensor
-    targets: torch.Tensor
-    mask: torch.Tensor
-    prompt_width: int
-
-
-def collate(
-    prompts: list[list[int]], completions: list[list[int]], width: int, pad: int
-) -> Collated:
-    """Prompts left-padded to a common width ``P``, completions right-padded to ``width``."""
-    P = max(len(p) for p in prompts)
-    L = P + width
-    n = len(prompts)
-    ids = torch.full((n, L), pad, dtype=torch.long)  # [b, L]
-    att = torch.zeros((n, L), dtype=torch.long)  # [b, L]
-    mask = torch.zeros((n, width), dtype=torch.float32)  # [b, T]
-    targets = torch.full((n, width), pad, dtype=torch.long)  # [b, T]
-    for k, (p, c) in enumerate(zip(prompts, completions, strict=True)):
-        start = P - len(p)  # left-pad the prompt so completions start at column P
-        ids[k, start:P] = torch.tensor(p)
-        ids[k, P : P + len(c)] = torch.tensor(c, dtype=torch.long)
-        att[k, start : P + len(c)] = 1
-        targets[k, : len(c)] = torch.tensor(c, dtype=torch.long)
-        mask[k, : len(c)] = 1.0
-    pos = (att.cumsum(-1) - 1).clamp(min=0)  # [b, L]
-    return Collated(ids, att, pos, targets, mask, P)
-
-
-def pad_rows(rows: list[NDArray[np.float32]], width: int, device: Any) -> torch.Tensor:
-    """Ragged float rows as ``[b, width]`` (zero-padded or cut), on ``device``."""
-    out = torch.zeros((len(rows), width), dtype=torch.float32)  # [b, T]
-    for k, r in enumerate(rows):
-        n = min(len(r), width)
-        out[k, :n] = torch.from_numpy(np.asarray(r[:n], dtype=np.float32))
-    return out.to(device)
-
-
-def fit_row(row: torch.Tensor, width: int) -> torch.Tensor:
-    """One row cut or zero-padded to ``width``."""
-    if row.shape[0] >= width:
-        return row[:width]
-    return torch.nn.functional.pad(row, (0, width - row.shape[0]))

@@ -41,6 +41,8 @@ from trainers.beliefs import BeliefStore
 from trainers.engines import Engine, SamplingSpec, make_engine
 from trainers.evaluation import evaluate, held_out_subset
 from trainers.grpo import GRPOConfig
+from trainers.models import disable_dropout
+from trainers.prompts import encode_prompt
 from trainers.report import StepReport, build_report
 from trainers.rollouts import SUCCESS_THRESHOLD, Rollouts, RoundResult, check_counts
 from trainers.seeding import ALLOCATOR, SAMPLING, DataOrder, derive_seed
@@ -168,7 +170,7 @@ class GRPOTrainer:
         self.tokenizer = tokenizer
         self.policy = model.to(self.device)
         self.policy.train()
-        _disable_dropout(self.policy)
+        disable_dropout(self.policy)
         self.ref_model = None
         if cfg.beta > 0:
             self.ref_model = copy.deepcopy(self.policy).eval()
@@ -226,10 +228,17 @@ class GRPOTrainer:
         return self.data.peek(n, batch_size=self.cfg.batch_size, rank=self.rank, world=self.world)
 
     def prompt_ids(self, example: Example) -> list[int]:
-        """Token ids of an example's prompt (cached)."""
+        """Token ids of an example's prompt (cached): in the tokenizer's chat template with
+        ``cfg.system_prompt`` when ``cfg.chat_template`` is ``"auto"`` and it has one, else plain
+        (``trainers.prompts.encode_prompt``)."""
         ids = self._prompt_ids.get(example.id)
         if ids is None:
-            ids = list(self.tokenizer(example.prompt).input_ids)
+            ids = encode_prompt(
+                self.tokenizer,
+                example.prompt,
+                chat_template=self.cfg.chat_template,
+                system_prompt=self.cfg.system_prompt,
+            )
             self._prompt_ids[example.id] = ids
         return ids
 
@@ -438,17 +447,6 @@ def _is_adaptive(spec: Any) -> bool:
 
         return is_adaptive(spec)
     return bool(getattr(spec, "adaptive", True))
-
-
-def _disable_dropout(model: Any) -> None:
-    """Dropout off everywhere: with it on, the importance ratio is noise."""
-    for m in model.modules():
-        if isinstance(m, torch.nn.Dropout):
-            m.p = 0.0
-    cfg = getattr(model, "config", None)
-    for name in ("attention_dropout", "hidden_dropout", "dropout", "resid_pdrop", "embd_pdrop"):
-        if cfg is not None and hasattr(cfg, name):
-            setattr(cfg, name, 0.0)
 
 
 def __getattr__(name: str) -> Any:

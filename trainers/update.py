@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from trainers.collate import collate_prompt_completions, pad_rows
 from trainers.grpo import (
     clipped_surrogate,
     expand_groups,
@@ -36,7 +37,7 @@ from trainers.grpo import (
     token_entropy,
     token_weights,
 )
-from trainers.rollouts import Rollouts, collate, fit_row, pad_rows
+from trainers.rollouts import Rollouts
 
 
 @dataclass
@@ -83,21 +84,25 @@ def forward_logps(
     """Log-probs ``[b, T]`` of the completion tokens of rows ``idx`` (entropies, mask)."""
     pad = t.tokenizer.pad_token_id if t.tokenizer.pad_token_id is not None else 0
     rows = idx.tolist()
-    c = collate([batch.prompts[r] for r in rows], [batch.completions[r] for r in rows],
-                batch.width, pad)  # fmt: skip
+    c = collate_prompt_completions(
+        [batch.prompts[r] for r in rows],
+        [batch.completions[r] for r in rows],
+        pad_id=pad,
+        width=batch.width,
+        device=t.device,
+    )
     net: Any = t.ref_model if ref else t.model
     with t.autocast():
         out = net(
-            input_ids=c.ids.to(t.device),
-            attention_mask=c.attention.to(t.device),
-            position_ids=c.positions.to(t.device),
+            input_ids=c.input_ids,
+            attention_mask=c.attention_mask,
+            position_ids=c.position_ids,
             use_cache=False,
         )
-    P = c.prompt_width
-    logits = out.logits[:, P - 1 : P - 1 + batch.width]  # [b, T, V]
+    logits = c.completion_logits(out.logits)  # [b, T, V]
     temp = t.cfg.temperature
-    lp = per_token_logps(logits, c.targets.to(t.device), temperature=temp)  # [b, T]
-    mask = c.mask.to(t.device)  # [b, T]
+    lp = per_token_logps(logits, c.targets, temperature=temp)  # [b, T]
+    mask = c.completion_mask  # [b, T]
     ent = None
     if need_entropy:
         with torch.no_grad():
@@ -161,9 +166,9 @@ def micro_step(
             w = w * 0.0
         if cfg.old_logprobs == "engine":
             rows = [batch.engine_logprobs[r] for r in use.tolist()]
-            old_lp = pad_rows(rows, lp.shape[1], lp.device)  # [b, T]
+            old_lp = _float_rows(rows, lp)  # [b, T]
         elif cfg.num_iterations > 1:
-            old_lp = torch.stack([fit_row(old[r], lp.shape[1]) for r in use.tolist()])  # [b, T]
+            old_lp = _float_rows([old[r] for r in use.tolist()], lp)  # [b, T]
         else:
             old_lp = lp.detach()  # [b, T]
         per_tok, low, high = clipped_surrogate(
@@ -187,8 +192,13 @@ def micro_step(
         stats["high"] += float((high.float() * mask).sum())
         if ent is not None:
             stats["entropy"] += float((ent * mask).sum())
-        eng = pad_rows([batch.engine_logprobs[r] for r in use.tolist()], lp.shape[1], lp.device)
+        eng = _float_rows([batch.engine_logprobs[r] for r in use.tolist()], lp)  # [b, T]
         diffs.append(float(((lp.detach() - eng).abs() * mask).sum()))
+
+
+def _float_rows(rows: list[Any], like: torch.Tensor) -> torch.Tensor:
+    """Ragged per-token rows as float32 ``[b, T]`` with ``like``'s width and device."""
+    return pad_rows(rows, width=like.shape[1], value=0.0, dtype=torch.float32, device=like.device)
 
 
 def optimizer_step(t: Any, stats: dict[str, float], *, first: bool, diffs: list[float]) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainers.compete import CompeteConfig, main, rollouts_to_reach
+from trainers.grpo import GRPOConfig
 
 
 def test_rollouts_to_reach_interpolates() -> None:
@@ -35,16 +36,18 @@ def test_a_small_competition(tiny_model_dir: Path, tmp_path: Path) -> None:
     cfg = CompeteConfig(
         allocators="uniform,bamdp",
         seeds=2,
-        model=str(tiny_model_dir),
-        steps=2,
-        batch_size=4,
-        group_size=4,
-        eval_every=1,
-        eval_size=8,
-        eval_k=2,
         workers=1,
         out=str(tmp_path / "c"),
         progress=False,
+        grpo=GRPOConfig(
+            model=str(tiny_model_dir),
+            steps=2,
+            batch_size=4,
+            group_size=4,
+            eval_every=1,
+            eval_size=8,
+            eval_k=2,
+        ),
     )
     summary = main(cfg)
     rows = {r["allocator"]: r for r in summary["rows"]}
