@@ -4,7 +4,8 @@
   warm-started tiny model, built on first use, or a saved model directory).
 - ``load_policy("tiny" | DIR)``: model and tokenizer ready for the trainer (dropout off, left
   padding, a pad token).
-- ``disable_dropout(model)``: dropout off in the config and every module, in one place.
+- ``disable_dropout(model)`` / ``has_dropout(model)`` (from ``trainers.dropout``): dropout off
+  in the config and every module, and the check for it, in one place.
 
 The tiny model's tokenizer and architecture live in ``trainers.tiny`` and its warm start and
 cache in ``trainers.pretrain``; their names are re-exported here, where they were documented.
@@ -25,6 +26,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from trainers.dropout import DROPOUT_ATTRIBUTES, disable_dropout, has_dropout, zero_dropout_fields
 from trainers.paths import MissingPathError
 from trainers.pretrain import ensure_tiny_model, tiny_model_dir
 from trainers.tiny import (
@@ -49,26 +51,11 @@ __all__ = [
     "build_tiny_tokenizer",
     "disable_dropout",
     "ensure_tiny_model",
+    "has_dropout",
     "load_policy",
     "resolve_model_dir",
     "tiny_model_dir",
 ]
-
-#: dropout rates that Hugging Face configs and modules hold as numbers, under every name in use
-#: (Llama/Qwen, GPT-2, BERT-style, OPT/BART-style)
-DROPOUT_ATTRIBUTES = (
-    "attention_dropout",
-    "hidden_dropout",
-    "dropout",
-    "activation_dropout",
-    "resid_pdrop",
-    "embd_pdrop",
-    "attn_pdrop",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "classifier_dropout",
-    "summary_first_dropout",
-)
 
 
 def resolve_model_dir(path_or_name: str) -> Path:
@@ -92,30 +79,6 @@ def resolve_model_dir(path_or_name: str) -> Path:
     return directory
 
 
-def _zero_dropout_fields(obj: Any) -> None:
-    """Zero every rate named in ``DROPOUT_ATTRIBUTES`` that ``obj`` holds as a number."""
-    for name in DROPOUT_ATTRIBUTES:
-        value = getattr(obj, name, None)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value != 0:
-            setattr(obj, name, 0.0)
-
-
-def disable_dropout(model: Any) -> None:
-    """Switch dropout off everywhere in ``model``: with it on, GRPO's importance ratio is noise.
-
-    Sets ``p = 0`` on every ``nn.Dropout``, and 0 on every rate named in ``DROPOUT_ATTRIBUTES``
-    held by the model's config or by any submodule (Llama-style attention reads its rate from
-    the config once, at construction, and keeps it as a float). Idempotent; works in train mode.
-    """
-    config = getattr(model, "config", None)
-    if config is not None:
-        _zero_dropout_fields(config)
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
-        _zero_dropout_fields(module)
-
-
 def load_policy(
     path_or_name: str,
     *,
@@ -135,7 +98,7 @@ def load_policy(
     """
     directory = resolve_model_dir(path_or_name)
     config = AutoConfig.from_pretrained(directory, local_files_only=True)
-    _zero_dropout_fields(config)  # before construction: modules copy their rates from it
+    zero_dropout_fields(config)  # before construction: modules copy their rates from it
     config.use_cache = True  # generation uses the KV cache; training passes use_cache=False
     model = AutoModelForCausalLM.from_pretrained(
         directory,

@@ -364,6 +364,31 @@ def test_disable_dropout_silences_modules_config_and_copied_rates():
     assert model.training and torch.equal(a, b)  # still in train mode, now deterministic
 
 
+def test_the_hf_engine_samples_without_the_dropout_modules_copied():
+    """A model built with attention dropout (not through load_policy) and left in train mode:
+    the engine still samples from the dropout-free policy the trainer scores."""
+    from trainers.engines.base import SamplingSpec
+    from trainers.engines.hf import HFEngine
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(_one_layer_llama(vocab_size=50, attention_dropout=0.5, eos_token_id=2))
+    model.train()
+    assert models_mod.has_dropout(model)
+    tok = build_tiny_tokenizer()
+    prompts = [[1, 5, 7, 9], [1, 11]]
+    gen = HFEngine(model, tok).generate(prompts, [2, 1], SamplingSpec(max_new_tokens=4), seed=3)
+    assert model.training  # the engine gives the model back in the mode it found it
+    model.eval()
+    for row, ids, lp in zip(gen.prompt_index, gen.completion_ids, gen.logprobs, strict=True):
+        full = torch.tensor([prompts[row] + ids])
+        with torch.no_grad():
+            logits = model(input_ids=full, use_cache=False).logits[0, len(prompts[row]) - 1 : -1]
+        expect = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(ids)[:, None])
+        torch.testing.assert_close(torch.from_numpy(lp), expect[:, 0], atol=1e-4, rtol=1e-4)
+    models_mod.disable_dropout(model)
+    assert not models_mod.has_dropout(model)
+
+
 def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     from trainers.paths import cache_dir
 

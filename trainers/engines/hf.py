@@ -11,6 +11,7 @@ import torch
 
 from adaroll_env.errors import check_int
 from trainers.collate import pad_batch
+from trainers.dropout import has_dropout
 from trainers.engines.base import Generation, SamplingSpec, check_request
 
 
@@ -36,7 +37,7 @@ class HFEngine:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.eos_id = tokenizer.eos_token_id
         self._configs: dict[SamplingSpec, Any] = {}
-        self._dropout = _has_dropout(model)  # checked once: the trainer turns dropout off
+        self._dropout = has_dropout(model)  # checked once: the trainer turns dropout off
 
     def generate(
         self,
@@ -148,7 +149,3 @@ class HFEngine:
 
     def close(self) -> None:
         """Nothing to release: the model belongs to the trainer."""
-
-
-def _has_dropout(model: Any) -> bool:
-    return any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
