@@ -1,20 +1,17 @@
 """Prompt encoding (plain and chat template) and a real architecture on the plain path.
 
-The "real" model is a random-init Qwen2-architecture causal LM with a byte-level BPE tokenizer
-trained here on a few strings and given a ChatML chat template: nothing is downloaded.
+The "real" model is the suite's ``chat_model_dir`` (``tests/conftest.py``): a random-init
+Qwen2-architecture causal LM with a byte-level BPE tokenizer trained on a few strings and given
+a ChatML chat template; nothing is downloaded.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from tokenizers import trainers as tk_trainers
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from trainers.collate import collate_prompt_completions
 from trainers.engines.base import SamplingSpec
@@ -28,62 +25,6 @@ from trainers.prompts import (
     prompt_messages,
     render_prompt,
 )
-
-CHATML = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-CORPUS = [
-    "What is 37 + 5? The answer is 42.",
-    "Natalia sold clips to 48 of her friends in April, and then half as many in May.",
-    "You are a helpful assistant. Think step by step and answer with a number.",
-    "system user assistant 0123456789 + - * / = ?",
-] * 4
-
-
-def build_bpe_tokenizer() -> PreTrainedTokenizerFast:
-    """A byte-level BPE tokenizer trained on ``CORPUS``, with Qwen-style special tokens."""
-    tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tk.decoder = decoders.ByteLevel()
-    trainer = tk_trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=SPECIALS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tk.train_from_iterator(CORPUS, trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tk, eos_token="<|im_end|>", pad_token="<|endoftext|>"
-    )
-
-
-@pytest.fixture(scope="module")
-def qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A saved random-init Qwen2 model whose tokenizer has a ChatML chat template."""
-    out = tmp_path_factory.mktemp("qwen2-tiny")
-    tok = build_bpe_tokenizer()
-    tok.chat_template = CHATML
-    config = Qwen2Config(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=None,
-    )
-    torch.manual_seed(0)
-    Qwen2ForCausalLM(config).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
-
 
 # -- plain path (the tiny model has no chat template) ---------------------------------------
 
@@ -109,8 +50,8 @@ def test_a_system_prompt_without_a_template_goes_first_as_text():
 # -- chat template --------------------------------------------------------------------------
 
 
-def test_auto_applies_the_chat_template_with_a_system_turn(qwen_dir):
-    _, tok = load_policy(str(qwen_dir))
+def test_auto_applies_the_chat_template_with_a_system_turn(chat_model_dir):
+    _, tok = load_policy(str(chat_model_dir))
     assert has_chat_template(tok)  # survives save_pretrained / load_policy
     text, system = "What is 37 + 5?", "Answer with a number."
     by_hand = (
@@ -132,9 +73,9 @@ def test_auto_applies_the_chat_template_with_a_system_turn(qwen_dir):
     assert start not in encode_prompt(tok, text, chat_template="none")
 
 
-def test_the_chat_template_path_matches_trl(qwen_dir):
+def test_the_chat_template_path_matches_trl(chat_model_dir):
     data_utils = pytest.importorskip("trl.data_utils")
-    _, tok = load_policy(str(qwen_dir))
+    _, tok = load_policy(str(chat_model_dir))
     messages = prompt_messages("What is 37 + 5?", system_prompt="Be brief.")
     theirs = data_utils.apply_chat_template({"prompt": messages}, tok)["prompt"]
     assert render_prompt(tok, "What is 37 + 5?", system_prompt="Be brief.") == theirs
@@ -157,8 +98,8 @@ def test_prompt_format_validates_its_settings():
 # -- a real architecture on the plain path --------------------------------------------------
 
 
-def test_a_qwen2_model_loads_and_generates_ragged_through_the_hf_engine(qwen_dir):
-    model, tok = load_policy(str(qwen_dir))
+def test_a_qwen2_model_loads_and_generates_ragged_through_the_hf_engine(chat_model_dir):
+    model, tok = load_policy(str(chat_model_dir))
     assert type(model).__name__ == "Qwen2ForCausalLM"
     assert tok.padding_side == "left" and tok.pad_token == "<|endoftext|>"
     texts = ["What is 37 + 5?", "Natalia sold clips.", "Think step by step: 7 * 8 = ?"]
