@@ -121,6 +121,14 @@ class PromptCompletionBatch:
     completion_mask: torch.Tensor
     prompt_width: int
 
+    def model_inputs(self) -> dict[str, torch.Tensor]:
+        """The keyword arguments of the forward pass: ``model(**batch.model_inputs())``."""
+        return {
+            "input_ids": self.input_ids,
+            "attention_mask": self.attention_mask,
+            "position_ids": self.position_ids,
+        }
+
     def completion_logits(self, logits: torch.Tensor) -> torch.Tensor:
         """The logits ``[b, T, V]`` that predict the completion tokens, from ``[b, P + T, V]``."""
         p, t = self.prompt_width, self.targets.shape[1]

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from trainers.collate import collate_prompt_completions, pad_batch, pad_rows, position_ids
+from trainers.grpo import per_token_logps
 
 
 def test_pad_rows_right_and_left_by_hand():
@@ -85,14 +86,8 @@ def test_collate_prompt_completions_gives_the_unpadded_log_probs(tiny_policy):
     completions = [[*tok("7", add_special_tokens=False).input_ids, tok.eos_token_id], [5, 6]]
     b = collate_prompt_completions(prompts, completions, pad_id=tok.pad_token_id)
     with torch.no_grad():
-        logits = model(
-            input_ids=b.input_ids,
-            attention_mask=b.attention_mask,
-            position_ids=b.position_ids,
-            use_cache=False,
-        ).logits
-    lp = torch.log_softmax(b.completion_logits(logits).float(), -1)
-    batched = torch.gather(lp, -1, b.targets[..., None])[..., 0]  # [b, T]
+        logits = model(**b.model_inputs(), use_cache=False).logits  # [b, P+T, V]
+    batched = per_token_logps(b.completion_logits(logits), b.targets)  # [b, T]
     for k, (p, c) in enumerate(zip(prompts, completions, strict=True)):
         with torch.no_grad():
             alone = model(input_ids=torch.tensor([p + c]), use_cache=False).logits

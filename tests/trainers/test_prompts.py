@@ -7,8 +7,6 @@ a ChatML chat template; nothing is downloaded.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 import torch
@@ -16,6 +14,7 @@ import torch
 from trainers.collate import collate_prompt_completions
 from trainers.engines.base import SamplingSpec
 from trainers.engines.hf import HFEngine
+from trainers.grpo import per_token_logps
 from trainers.models import build_tiny_tokenizer, load_policy
 from trainers.prompts import (
     PromptFormat,
@@ -123,13 +122,7 @@ def test_a_qwen2_model_loads_and_generates_ragged_through_the_hf_engine(chat_mod
         [prompts[r] for r in rows], gen.completion_ids, pad_id=tok.pad_token_id
     )
     with torch.no_grad():
-        logits: Any = model(
-            input_ids=batch.input_ids,
-            attention_mask=batch.attention_mask,
-            position_ids=batch.position_ids,
-            use_cache=False,
-        ).logits
-    logp = torch.log_softmax(batch.completion_logits(logits).float(), -1)
-    picked = logp.gather(-1, batch.targets[..., None])[..., 0]  # [b, T]
+        logits = model(**batch.model_inputs(), use_cache=False).logits  # [b, P+T, V]
+    picked = per_token_logps(batch.completion_logits(logits), batch.targets)  # [b, T]
     for k, lp in enumerate(gen.logprobs):
         torch.testing.assert_close(picked[k, : len(lp)], torch.from_numpy(lp), atol=2e-4, rtol=2e-4)
