@@ -267,3 +267,13 @@ def test_chat_template_in_the_live_env(chat_model_dir: Path) -> None:
         obs, _, done, _, info = env.step(allocator.act(obs))
     assert info["report"]["rollouts"] == 8
     env.close()
+
+
+def test_training_utility_is_a_deprecated_alias_of_step_report() -> None:
+    import trainers.report
+    import trainers.trainer
+    from trainers.report import StepReport
+
+    for module in (trainers.trainer, trainers.report):
+        with pytest.warns(DeprecationWarning, match="StepReport"):
+            assert module.TrainingUtility is StepReport
