@@ -27,6 +27,7 @@ import numpy as np
 from adaroll_env.stats import mean_ci
 from trainers import stopping
 from trainers.compete_plots import plot_accuracy, plot_calibration, plot_informative
+from trainers.config import check_config_int
 from trainers.grpo import GRPOConfig, field_help
 
 
@@ -99,8 +100,7 @@ class CompeteConfig:
         if len(set(specs)) != len(specs):
             raise ValueError(f"allocators has duplicates: {specs}")
         for name in ("seeds", "workers"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+            check_config_int(name, getattr(self, name), 1)
         if self.grpo.eval_every < 1:
             raise ValueError(
                 f"eval_every must be >= 1 in a competition (its table compares held-out "

@@ -223,15 +223,15 @@ class GRPOConfig:
             "generation_batch_size",
             "eval_k",
         ):
-            _check_int(name, getattr(self, name), 1)
+            check_config_int(name, getattr(self, name), 1)
         for name in ("pilot", "eval_every", "save_every"):
-            _check_int(name, getattr(self, name), 0)
+            check_config_int(name, getattr(self, name), 0)
         if self.threads is not None:
-            _check_int("threads", self.threads, 0)
+            check_config_int("threads", self.threads, 0)
         for name in ("budget", "round_size", "max_group", "eval_size", "task_size"):
             value = getattr(self, name)
             if value is not None:
-                _check_int(name, value, 1)
+                check_config_int(name, value, 1)
         budget = self.rollout_budget
         if budget <= self.pilot * self.batch_size:
             raise ValueError(
@@ -328,7 +328,7 @@ def resolve_threads(threads: int | None) -> int:
     return max(1, min(cores, AUTO_THREADS_MAX, cores - busy))
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
+def check_config_int(name: str, value: Any, minimum: int) -> None:
     """``check_int`` with every error a ``ValueError`` (the config's one error type)."""
     try:
         check_int(name, value, minimum)

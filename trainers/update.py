@@ -93,12 +93,7 @@ def forward_logps(
     )
     net: Any = t.ref_model if ref else t.model
     with t.autocast():
-        out = net(
-            input_ids=c.input_ids,
-            attention_mask=c.attention_mask,
-            position_ids=c.position_ids,
-            use_cache=False,
-        )
+        out = net(**c.model_inputs(), use_cache=False)
     logits = c.completion_logits(out.logits)  # [b, T, V]
     temp = t.cfg.temperature
     lp = per_token_logps(logits, c.targets, temperature=temp)  # [b, T]

@@ -28,7 +28,7 @@ def test_config_errors() -> None:
         CompeteConfig(allocators=" , ")
     with pytest.raises(ValueError, match="duplicates"):
         CompeteConfig(allocators="uniform,uniform")
-    with pytest.raises(ValueError, match="seeds must be >= 1"):
+    with pytest.raises(ValueError, match="seeds must be an integer >= 1"):
         CompeteConfig(seeds=0)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from trainers.config import check_config_int
 from trainers.engines.base import Generation, SamplingSpec
 
 
@@ -62,10 +63,8 @@ class EngineBenchConfig:
 
     def __post_init__(self) -> None:
         for name in ("prompts", "group_size", "max_new_tokens", "repeats", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.grpo_steps < 0:
-            raise ValueError(f"grpo_steps must be >= 0, got {self.grpo_steps}")
+            check_config_int(name, getattr(self, name), 1)
+        check_config_int("grpo_steps", self.grpo_steps, 0)
         for row in self.row_list():
             if row != "ragged" and not (row.isdigit() and int(row) >= 1):
                 raise ValueError(

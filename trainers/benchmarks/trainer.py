@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, get_args
 
+from trainers.config import check_config_int
 from trainers.grpo import GRPOConfig, field_help
 
 Peer = Literal["trl", "none"]
@@ -96,9 +97,7 @@ class TrainerBenchConfig:
                 f"peer must be one of {list(get_args(Peer))}, got {self.peer!r}: pick one of them"
             )
         for name, minimum in (("slices", 1), ("steps_per_slice", 1), ("warmup_steps", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+            check_config_int(name, getattr(self, name), minimum)
         if self.peer == "trl" and self.grpo.group_size < 2:
             raise ValueError(
                 f"group_size ({self.grpo.group_size}) must be >= 2 to compare with TRL (it needs "
@@ -358,11 +357,11 @@ def print_results(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    cfg = result["config"]
+    cfg, run = result["config"], result["config"]["grpo"]
     table = Table(
         title=(
-            f"GRPO steps on CPU: B={cfg['batch_size']}, G={cfg['group_size']}, "
-            f"L={cfg['max_completion_length']}; medians of {cfg['slices']} alternating slices "
+            f"GRPO steps on CPU: B={run['batch_size']}, G={run['group_size']}, "
+            f"L={run['max_completion_length']}; medians of {cfg['slices']} alternating slices "
             f"× {cfg['steps_per_slice']} steps, same run"
         )
     )
