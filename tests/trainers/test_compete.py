@@ -71,6 +71,7 @@ def test_a_small_competition(tiny_model_dir: Path, tmp_path: Path) -> None:
     assert (cfg.run_dir("bamdp", 1) / "summary.json").stat().st_mtime == stamp
 
 
+@pytest.mark.slow
 def test_a_signal_stops_the_workers_each_run_resumable(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
