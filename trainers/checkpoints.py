@@ -101,13 +101,16 @@ def load_checkpoint(trainer: Any, directory: str | os.PathLike[str]) -> None:
 
 # --- the configs that ran ---------------------------------------------------------------------
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """``"field: old → new"`` for every field that differs, outside ``RESUME_MAY_CHANGE``."""
-    keys = sorted((set(old) | set(new)) - RESUME_MAY_CHANGE)
-    return [
-        f"{k}: {old.get(k, '(absent)')!r} → {new.get(k, '(absent)')!r}"
-        for k in keys
-        if old.get(k) != new.get(k)
-    ]
+    """``"field: old → new"`` for every field that differs, outside ``RESUME_MAY_CHANGE``. A
+    field the old config lacks (written before the field existed) counts as its default."""
+    defaults = GRPOConfig.__dataclass_fields__
+    out = []
+    for k in sorted((set(old) | set(new)) - RESUME_MAY_CHANGE):
+        if k not in old and k in defaults and new.get(k) == defaults[k].default:
+            continue
+        if old.get(k, "(absent)") != new.get(k, "(absent)"):
+            out.append(f"{k}: {old.get(k, '(absent)')!r} → {new.get(k, '(absent)')!r}")
+    return out
 
 
 def check_resume_config(cfg: GRPOConfig) -> None:

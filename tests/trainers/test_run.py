@@ -277,3 +277,15 @@ def test_training_utility_is_a_deprecated_alias_of_step_report() -> None:
     for module in (trainers.trainer, trainers.report):
         with pytest.warns(DeprecationWarning, match="StepReport"):
             assert module.TrainingUtility is StepReport
+
+
+def test_config_changes_reads_fields_added_since_as_their_defaults() -> None:
+    from trainers.checkpoints import config_changes
+
+    new = GRPOConfig().to_dict()
+    old = {k: v for k, v in new.items() if k not in ("chat_template", "system_prompt")}
+    assert config_changes(old, new) == []  # a run written before those fields existed
+    assert config_changes(old, {**new, "chat_template": "none"}) == [
+        "chat_template: '(absent)' → 'none'"
+    ]
+    assert config_changes({**new, "lr": 1e-3}, {**new, "steps": 5}) == ["lr: 0.001 → 0.0002"]
