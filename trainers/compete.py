@@ -210,13 +210,13 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     signum = stopping.requested()
     if signum is not None or "stopped" in outcomes:
         stopping.clear()
-        name = stopping.signal_name(signum or int(stopping.signal.SIGTERM))
+        name = stopping.signal_name(signum or stopping.signal_number("SIGTERM"))
         message = (
             f"adaroll compete: stopped by {name}; finished runs are kept and each interrupted "
             f"run saved a checkpoint: rerun the same command to continue ({out})"
         )
         print(message, flush=True)  # one line, never wrapped
-        raise stopping.RunInterrupted(signum or int(stopping.signal.SIGTERM), message)
+        raise stopping.RunInterrupted(signum or stopping.signal_number("SIGTERM"), message)
     summary = tabulate(cfg)
     summary["wall_minutes"] = (time.perf_counter() - start) / 60
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -196,7 +196,7 @@ def main(
     trainer.close()
     if ctx.stop.startswith("SIG"):
         stopping.clear()
-        signum = stopping.signal.Signals[ctx.stop].value
+        signum = stopping.signal_number(ctx.stop)
         message = (
             f"adaroll grpo: stopped by {ctx.stop} after step {trainer.step}, checkpoint saved in "
             f"{out}: run the same command with --resume to continue"
@@ -247,7 +247,7 @@ def _stop_signal(trainer: Any) -> int | None:
     from trainers.report import all_reduce
 
     anyone = all_reduce(trainer, {"s": 1.0 if signum else 0.0})["s"]
-    return (signum or int(stopping.signal.SIGTERM)) if anyone > 0 else None
+    return (signum or stopping.signal_number("SIGTERM")) if anyone > 0 else None
 
 
 def _mean(values: list[float]) -> float:

@@ -43,6 +43,11 @@ def signal_name(signum: int) -> str:
     return signal.Signals(signum).name
 
 
+def signal_number(name: str) -> int:
+    """``2`` for ``"SIGINT"``, and so on."""
+    return int(signal.Signals[name].value)
+
+
 def clear() -> None:
     """Forget a handled stop request (a worker process keeps it: it must start nothing more)."""
     global _requested

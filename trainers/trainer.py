@@ -368,12 +368,6 @@ class GRPOTrainer:
         self._rollouts = None
         return report
 
-    def abandon_step(self) -> None:
-        """Drop the step in progress (no update; counted in ``abandoned``), e.g. on a stop."""
-        if self.in_step:
-            self.abandoned += 1
-            self._rollouts = None
-
     def train_step(self) -> StepReport:
         """One whole step with the trainer's own allocator: rounds until the budget is spent."""
         if self.external:
