@@ -38,10 +38,10 @@ from numpy.typing import NDArray
 
 from adaroll_env import model as am
 from trainers.beliefs import BeliefStore
+from trainers.dropout import disable_dropout
 from trainers.engines import Engine, SamplingSpec, make_engine
 from trainers.evaluation import evaluate, held_out_subset
 from trainers.grpo import GRPOConfig
-from trainers.models import disable_dropout
 from trainers.prompts import encode_prompt
 from trainers.report import StepReport, build_report
 from trainers.rollouts import SUCCESS_THRESHOLD, Rollouts, RoundResult, check_counts
