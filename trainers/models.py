@@ -9,7 +9,7 @@
 
 The tiny model's tokenizer and architecture live in ``trainers.tiny`` and its warm start and
 cache in ``trainers.pretrain``; their names are re-exported here, where they were documented.
-Arrows: ``models -> pretrain -> tiny``; nothing imports ``models`` back.
+Arrows: ``models -> pretrain -> tiny``; ``pretrain`` and ``tiny`` never import ``models``.
 """
 
 from __future__ import annotations
