@@ -131,6 +131,8 @@ def _add_field(
 
         kwargs["type"] = parse
         kwargs["metavar"] = base.__name__.upper()
+    if "choices" not in kwargs:
+        kwargs.setdefault("metavar", f.name.upper())  # never the nested dest "GRPO.X"
     parser.add_argument(_flag(f.name), help=_with_default(help_text, default), **kwargs)
 
 
