@@ -190,11 +190,13 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     from rich.console import Console
 
     from trainers.models import resolve_model_dir
+    from trainers.run import check_model_path
 
+    check_model_path(cfg.grpo.model)  # before the competition directory is written
     console = Console()
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
     resolve_model_dir(cfg.grpo.model)  # builds the tiny warm start once, before workers start
+    out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
     jobs = [cfg.run_config(a, s) for s in range(cfg.seeds) for a in cfg.allocator_list()]
     todo = [j for j in jobs if not _finished(j)]

@@ -128,15 +128,23 @@ def check_inputs(cfg: GRPOConfig, trainer_kwargs: dict[str, Any]) -> None:
             "choose another --out"
         )
     check_resume_config(cfg)
-    if trainer_kwargs.get("model") is None and cfg.model != "tiny":
-        from trainers.paths import MissingPathError
+    if trainer_kwargs.get("model") is None:
+        check_model_path(cfg.model)
 
-        path = Path(cfg.model).expanduser()
-        if not (path / "config.json").is_file():
-            raise MissingPathError(
-                f"--model {cfg.model!r}: no Hugging Face model directory there (no config.json "
-                f"in {path}): give 'tiny' or the directory of a saved model"
-            )
+
+def check_model_path(model: str) -> None:
+    """Refuse a ``--model`` that is neither ``tiny`` nor a saved Hugging Face model directory
+    (``MissingPathError``: exit status 2 on the command line), before anything loads."""
+    if model == "tiny":
+        return
+    from trainers.paths import MissingPathError
+
+    path = Path(model).expanduser()
+    if not (path / "config.json").is_file():
+        raise MissingPathError(
+            f"--model {model!r}: no Hugging Face model directory there (no config.json in "
+            f"{path}): give 'tiny' or the directory of a saved model"
+        )
 
 
 def main(

@@ -112,3 +112,16 @@ def test_a_signal_stops_the_workers_each_run_resumable(
         run = cfg.run_config(spec, 0)
         run_main(dataclasses.replace(run, steps=steps + 1, eval_every=0))
         assert [r["step"] for r in read_jsonl(d / "metrics.jsonl")] == list(range(steps + 1))
+
+
+def test_a_missing_model_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainers.cli import main as cli
+
+    out = tmp_path / "c"
+    with pytest.raises(SystemExit) as exc:
+        cli(["compete", "--allocators", "uniform", "--model", str(tmp_path / "nope"),
+             "--out", str(out)])  # fmt: skip
+    assert exc.value.code == 2 and "nope" in capsys.readouterr().err
+    assert not out.exists()
