@@ -10,6 +10,7 @@ parent. Handlers are only installed from the main thread.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -61,6 +62,11 @@ def _handle(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"second {signal_name(signum)}: stopping now, without saving")
     if _requested is None:
         _requested = signum
+        if not _worker:  # os.write: safe inside a signal handler, unlike print
+            os.write(2, (
+                f"\n{signal_name(signum)}: stopping after the step in progress and saving "
+                "(Ctrl-C again stops at once, without saving)\n"
+            ).encode())  # fmt: skip
         for hook in _on_signal:
             hook(signum)
 
