@@ -1,6 +1,7 @@
 """Generation tokens/s of HFEngine and VLLMEngine on the same model, prompts and group sizes,
 and a GRPO step's time with each, in one run (alternating slices, medians); a rich table and
-a JSON file. Needs vLLM: `make bench-engines` runs it in .venv-vllm.
+a JSON file. Needs vLLM: `make bench-engines` runs it in .venv-vllm. The code is
+trainers.benchmarks.engines; this script parses its config and calls main.
 
     python scripts/bench_engines.py [--prompts 64] [--rows ragged,4,16] [--grpo-steps 6]
 """
@@ -9,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 
-from trainers.cli import add_dataclass_arguments
-from trainers.engines.bench import EngineBenchConfig, main
+from trainers.benchmarks.engines import EngineBenchConfig, main
+from trainers.cli import add_dataclass_arguments, config_from_args
 
 if __name__ == "__main__":  # vLLM's engine may start processes: keep the guard
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_dataclass_arguments(parser, EngineBenchConfig)
-    args = parser.parse_args()
-    main(EngineBenchConfig(**vars(args)))
+    main(config_from_args(EngineBenchConfig, parser.parse_args()))

@@ -23,6 +23,18 @@ from adaroll_env.priors import EmpiricalPassRates, fit_beta
 BasePrior = Literal["fixed", "fitted"]
 
 
+def posterior_mean(alpha: Any, beta: Any, successes: Any, failures: Any) -> Any:
+    """Posterior mean pass rate ``(α + s) / (α + β + s + f)`` of a ``Beta(α, β)`` prior after
+    ``s`` successes and ``f`` failures (arrays broadcast); no evidence gives the prior mean.
+
+    The one place the trainers layer computes it (``adaroll_env.model`` holds the model's own).
+
+    >>> float(posterior_mean(1.0, 1.0, 0.0, 0.0)), float(posterior_mean(1.0, 1.0, 3.0, 1.0))
+    (0.5, 0.6666666666666666)
+    """
+    return (alpha + successes) / (alpha + beta + successes + failures)
+
+
 class BeliefStore:
     """Discounted Beta evidence per prompt id; see the module docstring.
 
@@ -116,15 +128,18 @@ class BeliefStore:
         ev = np.array(
             [self._evidence(i, self._seen[i] if step is None else step) for i in ids]
         )  # [n, 2]
-        return (self.prior_alpha + ev[:, 0]) / (self.prior_alpha + self.prior_beta + ev.sum(1))
+        return posterior_mean(self.prior_alpha, self.prior_beta, ev[:, 0], ev[:, 1])
 
     def observed_rates(self) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """Prompt ids and their observed (discounted) success fractions, for calibration plots."""
+        """Prompt ids and their observed (discounted) success fractions, for calibration plots;
+        a prompt with no evidence left reads the prior mean (``posterior_mean`` of nothing)."""
         ids = np.array(list(self._seen), dtype=np.int64)
         a = np.array([self._a[int(i)] for i in ids], dtype=np.float64)
         b = np.array([self._b[int(i)] for i in ids], dtype=np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rates = np.where(a + b > 0, a / np.maximum(a + b, 1e-12), np.nan)
+        prior = posterior_mean(self.prior_alpha, self.prior_beta, 0.0, 0.0)
+        rates = np.full(a.shape, prior, dtype=np.float64)
+        seen = a + b > 0
+        rates[seen] = a[seen] / (a[seen] + b[seen])
         return ids, rates
 
     def state_dict(self) -> dict[str, Any]:

@@ -11,56 +11,87 @@ rates the trainer observed against the ``rlvr`` profile of the simulator).
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import dataclasses
 import json
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from trainers.grpo import BeliefPrior, GRPOConfig, LossType, ScaleRewards, field_help
+from adaroll_env.stats import mean_ci
+from trainers import stopping
+from trainers.compete_plots import plot_accuracy, plot_calibration, plot_informative
+from trainers.config import check_config_int
+from trainers.grpo import GRPOConfig, field_help
+
+
+def _competition_defaults() -> GRPOConfig:
+    """The shared run settings of a competition when none are given: longer runs, rarer and
+    larger evaluations than a single ``adaroll grpo`` run's defaults."""
+    return GRPOConfig(steps=1200, eval_every=300, eval_size=400)
 
 
 @dataclass
 class CompeteConfig:
-    """Allocators compete in real GRPO training (same checkpoint, data, seed and budget)."""
+    """Allocators compete in real GRPO training (same checkpoint, data, seed and budget).
+
+    ``grpo`` holds the settings every run shares; each run's own ``GRPOConfig`` is ``grpo`` with
+    the allocator, its keyword arguments, the seed and the run directory filled in
+    (``run_config``). On the command line the shared settings are plain options
+    (``--steps``, ``--batch-size``, ...: ``NESTED_FLAGS``).
+    """
+
+    #: the ``GRPOConfig`` fields ``adaroll compete`` exposes as options
+    NESTED_FLAGS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "grpo": (
+            "task",
+            "model",
+            "steps",
+            "batch_size",
+            "group_size",
+            "round_size",
+            "pilot",
+            "max_group",
+            "utility",
+            "belief_prior",
+            "belief_decay",
+            "lr",
+            "loss_type",
+            "scale_rewards",
+            "max_completion_length",
+            "chat_template",
+            "system_prompt",
+            "eval_every",
+            "eval_size",
+            "eval_k",
+            "threads",
+        )
+    }
+    #: fields of ``grpo`` the competition sets for each run itself
+    PER_RUN: ClassVar[tuple[str, ...]] = ("allocator", "allocator_kwargs", "seed", "out")
 
     allocators: str = field(
         default="uniform,bamdp,thompson,sb3:pretrained",
         metadata=field_help("comma-separated allocator specs"),
     )
+    allocator_kwargs: str | None = field(
+        default=None,
+        metadata=field_help(
+            "JSON object from allocator spec to its constructor's keyword arguments, e.g. "
+            '\'{"bamdp": {"max_horizon": 4}}\' (validated like adaroll grpo\'s)'
+        ),
+    )
     seeds: int = field(default=3, metadata=field_help("seeds per allocator (0, 1, ...)"))
-    task: str = field(default="arithmetic", metadata=field_help("task (see adaroll grpo)"))
-    model: str = field(
-        default="tiny", metadata=field_help("starting checkpoint (see adaroll grpo)")
-    )
-    steps: int = field(default=1200, metadata=field_help("GRPO steps per run"))
-    batch_size: int = field(default=64, metadata=field_help("B: prompts per step"))
-    group_size: int = field(default=8, metadata=field_help("G: rollout budget per step is G·B"))
-    round_size: int | None = field(
-        default=None, metadata=field_help("R per round (default B; uniform takes one round)")
-    )
-    pilot: int = field(default=0, metadata=field_help("rollouts every prompt gets first"))
-    max_group: int | None = field(default=None, metadata=field_help("cap per prompt and step"))
-    utility: str = field(default="informative", metadata=field_help("utility allocators maximise"))
-    belief_prior: BeliefPrior = field(
-        default="fixed", metadata=field_help("prior of unseen prompts: 'fixed' or 'fitted'")
-    )
-    belief_decay: float = field(default=0.95, metadata=field_help("per-step forgetting of beliefs"))
-    lr: float = field(default=2e-4, metadata=field_help("learning rate"))
-    loss_type: LossType = field(default="dapo", metadata=field_help("loss normalisation"))
-    scale_rewards: ScaleRewards = field(default="group", metadata=field_help("advantage scaling"))
-    max_completion_length: int = field(default=8, metadata=field_help("new tokens per completion"))
-    eval_every: int = field(default=300, metadata=field_help("held-out evaluation every N steps"))
-    eval_size: int | None = field(default=400, metadata=field_help("held-out prompts (none: all)"))
-    eval_k: int = field(default=4, metadata=field_help("samples per held-out prompt"))
     workers: int = field(default=2, metadata=field_help("runs in parallel (processes)"))
-    threads: int = field(default=1, metadata=field_help("torch threads per run"))
     out: str = field(default="runs/compete", metadata=field_help("competition directory"))
     progress: bool = field(default=True, metadata=field_help("show progress"))
+    grpo: GRPOConfig = field(default_factory=_competition_defaults)
 
     def __post_init__(self) -> None:
         specs = self.allocator_list()
@@ -68,14 +99,42 @@ class CompeteConfig:
             raise ValueError("allocators is empty: give e.g. --allocators uniform,bamdp")
         if len(set(specs)) != len(specs):
             raise ValueError(f"allocators has duplicates: {specs}")
-        for name in ("seeds", "steps", "workers", "eval_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        self.run_config("uniform", 0)  # the trainer's own checks, now rather than in a worker
+        for name in ("seeds", "workers"):
+            check_config_int(name, getattr(self, name), 1)
+        if self.grpo.eval_every < 1:
+            raise ValueError(
+                f"eval_every must be >= 1 in a competition (its table compares held-out "
+                f"curves), got {self.grpo.eval_every!r}"
+            )
+        kwargs = self.kwargs_by_allocator()
+        unknown = sorted(set(kwargs) - set(specs))
+        if unknown:
+            raise ValueError(
+                f"allocator_kwargs names {unknown}, which are not among the allocators {specs}"
+            )
+        for spec in specs:  # the trainer's own checks (names, files, keywords), now
+            self.run_config(spec, 0)
 
     def allocator_list(self) -> list[str]:
         """The allocator specs, in order."""
         return [s.strip() for s in self.allocators.split(",") if s.strip()]
+
+    def kwargs_by_allocator(self) -> dict[str, dict[str, Any]]:
+        """``allocator_kwargs`` parsed: spec -> keyword arguments."""
+        if self.allocator_kwargs is None:
+            return {}
+        try:
+            parsed = json.loads(self.allocator_kwargs)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"allocator_kwargs {self.allocator_kwargs!r} is not valid JSON ({exc.msg})"
+            ) from None
+        if not isinstance(parsed, dict) or not all(isinstance(v, dict) for v in parsed.values()):
+            raise ValueError(
+                "allocator_kwargs must map allocator specs to objects of keyword arguments, e.g. "
+                '\'{"bamdp": {"max_horizon": 4}}\''
+            )
+        return parsed
 
     def run_dir(self, allocator: str, seed: int) -> Path:
         """Where the run of ``allocator`` with ``seed`` lives."""
@@ -83,41 +142,38 @@ class CompeteConfig:
         return Path(self.out) / "runs" / safe / f"seed{seed}"
 
     def run_config(self, allocator: str, seed: int) -> GRPOConfig:
-        """The ``GRPOConfig`` of one run: everything shared, but the allocator and seed."""
-        return GRPOConfig(
-            task=self.task,
-            model=self.model,
+        """The ``GRPOConfig`` of one run: ``grpo`` with this allocator, seed and directory; one
+        torch thread per run when several run at once (unless ``grpo.threads`` is set)."""
+        kwargs = self.kwargs_by_allocator().get(allocator)
+        threads = self.grpo.threads
+        if threads is None and self.workers > 1:
+            threads = 1
+        return dataclasses.replace(
+            self.grpo,
             allocator=allocator,
-            batch_size=self.batch_size,
-            group_size=self.group_size,
-            round_size=self.round_size,
-            pilot=self.pilot,
-            max_group=self.max_group,
-            utility=self.utility,
-            belief_prior=self.belief_prior,
-            belief_decay=self.belief_decay,
-            steps=self.steps,
-            lr=self.lr,
-            loss_type=self.loss_type,
-            scale_rewards=self.scale_rewards,
-            max_completion_length=self.max_completion_length,
-            eval_every=self.eval_every,
-            eval_size=self.eval_size,
-            eval_k=self.eval_k,
-            save_every=0,
+            allocator_kwargs=json.dumps(kwargs) if kwargs else None,
+            seed=seed,
             out=str(self.run_dir(allocator, seed)),
+            save_every=0,
             resume=True,
             progress=False,
-            seed=seed,
-            threads=self.threads,
+            threads=threads,
             device="cpu",
         )
 
 
-def _run_one(cfg: GRPOConfig) -> dict[str, Any]:
+def _run_one(cfg: GRPOConfig) -> str:
+    """One run (in a worker or in-process): ``"done"``, ``"stopped"`` (saved after a signal),
+    or ``"skipped"`` (a stop was asked before it began)."""
     from trainers.run import main
 
-    return main(cfg)
+    if stopping.requested() is not None:
+        return "skipped"
+    try:
+        main(cfg)
+    except stopping.RunInterrupted:
+        return "stopped"
+    return "done"
 
 
 def _finished(cfg: GRPOConfig) -> bool:
@@ -126,23 +182,57 @@ def _finished(cfg: GRPOConfig) -> bool:
 
 
 def main(cfg: CompeteConfig) -> dict[str, Any]:
-    """Run every (allocator, seed) not yet finished, then tabulate and plot."""
+    """Run every (allocator, seed) not yet finished, then tabulate and plot.
+
+    On SIGINT/SIGTERM every running run finishes its step and saves a checkpoint, no new run
+    starts, and ``stopping.RunInterrupted`` is raised: rerunning the same command resumes.
+    """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from trainers.models import resolve_model_dir
+    from trainers.run import check_model_path
 
+    check_model_path(cfg.grpo.model)  # before the competition directory is written
     console = Console()
     out = Path(cfg.out)
+    resolve_model_dir(cfg.grpo.model)  # builds the tiny warm start once, before workers start
     out.mkdir(parents=True, exist_ok=True)
-    resolve_model_dir(cfg.model)  # builds the tiny warm start once, before the workers start
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
     jobs = [cfg.run_config(a, s) for s in range(cfg.seeds) for a in cfg.allocator_list()]
     todo = [j for j in jobs if not _finished(j)]
+    threads = jobs[0].torch_threads()
     console.print(
-        f"compete: {len(jobs)} runs ({len(jobs) - len(todo)} already done), {cfg.workers} at a time"
+        f"compete: {len(jobs)} runs ({len(jobs) - len(todo)} already done), {cfg.workers} at a "
+        f"time, {threads or 'default'} torch thread(s) each"
     )
     start = time.perf_counter()
+    forward = _Forward()
+    with stopping.StopSignals(on_signal=forward):
+        outcomes = _run_all(cfg, todo, console, forward, total=len(jobs))
+    signum = stopping.requested()
+    if signum is not None or "stopped" in outcomes:
+        stopping.clear()
+        name = stopping.signal_name(signum or stopping.signal_number("SIGTERM"))
+        message = (
+            f"adaroll compete: stopped by {name}; finished runs are kept and each interrupted "
+            f"run saved a checkpoint: rerun the same command to continue ({out})"
+        )
+        print(message, flush=True)  # one line, never wrapped
+        raise stopping.RunInterrupted(signum or stopping.signal_number("SIGTERM"), message)
+    summary = tabulate(cfg)
+    summary["wall_minutes"] = (time.perf_counter() - start) / 60
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    console.print((out / "table.md").read_text())
+    return summary
+
+
+def _run_all(
+    cfg: CompeteConfig, todo: list[GRPOConfig], console: Any, forward: _Forward, *, total: int
+) -> list[str]:
+    """Run ``todo`` in-process or in ``cfg.workers`` worker processes; each run's outcome."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    outcomes: list[str] = []
     with Progress(
         "{task.description}",
         BarColumn(),
@@ -151,51 +241,47 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
         console=console,
         disable=not cfg.progress,
     ) as progress:
-        bar = progress.add_task("runs", total=len(jobs), completed=len(jobs) - len(todo))
+        bar = progress.add_task("runs", total=total, completed=total - len(todo))
         if cfg.workers == 1:
             for job in todo:
-                _run_one(job)
+                outcomes.append(_run_one(job))
                 progress.advance(bar)
-        else:
-            import multiprocessing as mp
-            import signal
+                if outcomes[-1] == "stopped":
+                    break  # the stop was for the whole competition
+            return outcomes
+        import multiprocessing as mp
 
-            def _stop(signum: int, frame: Any) -> None:
-                raise KeyboardInterrupt(f"signal {signum}")
+        # workers stop cleanly on a signal (stopping.worker_mode)
+        pool = mp.get_context("spawn").Pool(cfg.workers, initializer=stopping.worker_mode)
+        forward.pool = pool
+        try:
+            for outcome in pool.imap_unordered(_run_one, todo):
+                outcomes.append(outcome)
+                progress.advance(bar)
+            pool.close()
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
+    return outcomes
 
-            # a killed competition takes its worker processes with it (finished runs are kept;
-            # a rerun resumes with the rest)
-            previous = signal.signal(signal.SIGTERM, _stop)
-            pool = mp.get_context("spawn").Pool(cfg.workers)
-            try:
-                for _ in pool.imap_unordered(_run_one, todo):
-                    progress.advance(bar)
-                pool.close()
-            except BaseException:
-                pool.terminate()
-                raise
-            finally:
-                pool.join()
-                signal.signal(signal.SIGTERM, previous)
-    summary = tabulate(cfg)
-    summary["wall_minutes"] = (time.perf_counter() - start) / 60
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    console.print((out / "table.md").read_text())
-    return summary
+
+class _Forward:
+    """Passes a stop signal this process received on to the pool's workers, so that a SIGTERM
+    sent to the competition alone reaches its runs (a terminal's Ctrl-C reaches them anyway;
+    workers ignore a second signal)."""
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+
+    def __call__(self, signum: int) -> None:
+        for proc in getattr(self.pool, "_pool", None) or []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signum)
 
 
 # --- analysis ---------------------------------------------------------------------------------
-def _ci95(values: list[float]) -> tuple[float, float]:
-    """Mean and half-width of a t-based 95 % interval (0 for a single value)."""
-    from scipy import stats
-
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.size < 2:
-        return float(arr.mean()) if arr.size else float("nan"), 0.0
-    half = stats.t.ppf(0.975, arr.size - 1) * arr.std(ddof=1) / math.sqrt(arr.size)
-    return float(arr.mean()), float(half)
-
-
 def rollouts_to_reach(curve: list[tuple[float, float]], target: float) -> float | None:
     """Rollouts from which the (rollouts, accuracy) curve reaches ``target`` and stays there to
     the end (interpolated linearly into the last upward crossing), so that a noisy evaluation
@@ -248,7 +334,7 @@ def tabulate(cfg: CompeteConfig) -> dict[str, Any]:
     base_reach: float | None = None
     for a, rs in runs.items():
         finals = [c[-1][1] for c in curves[a]]
-        mean, half = _ci95(finals)
+        mean, half = mean_ci(finals)
         reach = [rollouts_to_reach(c, target) for c in curves[a]]
         reached = [r for r in reach if r is not None]
         mean_reach = float(np.mean(reached)) if len(reached) == len(reach) else None
@@ -284,14 +370,21 @@ def tabulate(cfg: CompeteConfig) -> dict[str, Any]:
         w.writeheader()
         w.writerows(rows)
     (out / "table.md").write_text(_markdown(rows, base, target))
-    _plot_accuracy(out, curves, cfg)
-    _plot_informative(out, runs)
-    calib = _plot_calibration(out, runs)
+    plot_accuracy(out, curves, cfg)
+    plot_informative(out, runs)
+    calib = plot_calibration(out, runs)
     return {"baseline": base, "target_pass@1": target, "rows": rows, "calibration": calib}
 
 
 def _fmt(x: float | None, spec: str) -> str:
     return "—" if x is None else format(x, spec)
+
+
+def _pm(mean: float, half: float) -> str:
+    """``"31.2 ± 1.4 %"``, or ``"31.2 % (± —)"`` when the interval is undefined (one seed)."""
+    if not math.isfinite(half):
+        return f"{mean:.1f} % (± —)"
+    return f"{mean:.1f} ± {half:.1f} %"
 
 
 def _markdown(rows: list[dict[str, Any]], base: str, target: float) -> str:
@@ -307,7 +400,7 @@ def _markdown(rows: list[dict[str, Any]], base: str, target: float) -> str:
     for r in rows:
         lines.append(
             f"| {r['allocator']} | {r['seeds']} | {100 * r['start_pass@1']:.1f} % | "
-            f"{100 * r['final_pass@1']:.1f} ± {100 * r['ci95']:.1f} % | "
+            f"{_pm(100 * r['final_pass@1'], 100 * r['ci95'])} | "
             f"{_fmt(r['rollouts_to_target'], ',.0f')} ({r['reached']}) | "
             f"{_fmt(None if r['rollout_saving'] is None else 100 * r['rollout_saving'], '+.1f')}"
             f"{'' if r['rollout_saving'] is None else ' %'} | "
@@ -315,94 +408,3 @@ def _markdown(rows: list[dict[str, Any]], base: str, target: float) -> str:
             f"{100 * r['alloc_overhead']:.1f} % | {r['minutes']:.1f} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _plot_accuracy(out: Path, curves: dict[str, list[list[tuple[float, float]]]], cfg: Any) -> None:
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for a, cs in curves.items():
-        n = min(len(c) for c in cs)
-        x = np.array([c[:n] for c in cs])[..., 0].mean(0)
-        y = 100 * np.array([c[:n] for c in cs])[..., 1]  # [seeds, evals]
-        mean = y.mean(0)
-        ax.plot(x, mean, label=a)
-        if y.shape[0] > 1:
-            half = np.array([_ci95(list(col))[1] for col in y.T])
-            ax.fill_between(x, mean - half, mean + half, alpha=0.15)
-    ax.set_xlabel("rollouts spent")
-    ax.set_ylabel("held-out pass@1 (%)")
-    ax.set_title(f"{cfg.task}, {cfg.model}: mean of {cfg.seeds} seeds, 95 % band")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "accuracy.png", dpi=120)
-    plt.close(fig)
-
-
-def _plot_informative(out: Path, runs: dict[str, list[dict[str, Any]]]) -> None:
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for a, rs in runs.items():
-        n = min(len(r["metrics"]) for r in rs)
-        y = np.array([[m["informative_frac"] for m in r["metrics"][:n]] for r in rs]).mean(0)
-        w = max(1, n // 20)
-        smooth = np.convolve(y, np.ones(w) / w, mode="valid")
-        ax.plot(np.arange(smooth.size) + w // 2, smooth, label=a)
-    ax.set_xlabel("step")
-    ax.set_ylabel("informative fraction of prompts")
-    ax.set_ylim(0, 1)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "informative.png", dpi=120)
-    plt.close(fig)
-
-
-def _plot_calibration(out: Path, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
-    """Observed per-prompt pass rates (all runs pooled) against the ``rlvr`` profile, sampled at
-    the same numbers of rollouts so that the two histograms carry the same binomial noise."""
-    from adaroll_env.priors import PROFILES, EmpiricalPassRates, fit_beta
-
-    rates, weights = [], []
-    for rs in runs.values():
-        for r in rs:
-            if r["beliefs"]:
-                rates.extend(r["beliefs"]["rates"])
-                weights.extend(r["beliefs"]["rollouts"])
-    if not rates:
-        return None
-    obs = np.asarray(rates, dtype=np.float64)
-    n = np.maximum(np.rint(np.asarray(weights)).astype(np.int64), 1)
-    rng = np.random.default_rng(0)
-    p = PROFILES["rlvr"].sample(rng, obs.size)
-    sim = rng.binomial(n, p) / n
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    bins = np.linspace(0, 1, 21)
-    ax.hist(obs, bins=bins, alpha=0.6, density=True, label="observed in training")
-    ax.hist(sim, bins=bins, alpha=0.6, density=True, label="rlvr profile, same rollouts")
-    ax.set_xlabel("per-prompt pass rate (discounted successes / rollouts)")
-    ax.set_ylabel("density")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "calibration.png", dpi=120)
-    plt.close(fig)
-    a, b = fit_beta(EmpiricalPassRates(tuple(obs.tolist())))
-    return {
-        "prompts": int(obs.size),
-        "observed_mean": float(obs.mean()),
-        "observed_frac_zero": float(np.mean(obs == 0)),
-        "observed_frac_one": float(np.mean(obs == 1)),
-        "rlvr_frac_zero": float(np.mean(sim == 0)),
-        "rlvr_frac_one": float(np.mean(sim == 1)),
-        "fitted_beta": [a, b],
-    }

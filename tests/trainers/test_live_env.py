@@ -83,10 +83,32 @@ def test_reset_mid_step_abandons_it(env: Any) -> None:
 
 @pytest.mark.slow
 def test_an_sb3_algorithm_learns_on_it(env: Any) -> None:
+    import torch
     from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Reports(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.reports: list[dict[str, Any]] = []
+
+        def _on_step(self) -> bool:
+            self.reports += [i["report"] for i in self.locals["infos"] if "report" in i]
+            return True
 
     trainer = env.unwrapped.trainer
     step = trainer.step
+    lm_before = [p.detach().clone() for p in trainer.policy.parameters()]
     model = PPO("MultiInputPolicy", env, n_steps=8, batch_size=8, n_epochs=1, seed=0)
-    model.learn(total_timesteps=32)  # four GRPO steps of eight rounds
-    assert trainer.step >= step + 3
+    ppo_before = [p.detach().clone() for p in model.policy.parameters()]
+    reports = Reports()
+    model.learn(total_timesteps=32, callback=reports)  # four GRPO steps of eight rounds
+    assert trainer.step >= step + 3 and len(reports.reports) == trainer.step - step
+    # every GRPO step the agent drove spent exactly its budget, and updated the language model
+    assert all(r["rollouts"] == 32 and not r["skipped_update"] for r in reports.reports)
+    lm_after = list(trainer.policy.parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(lm_before, lm_after, strict=True))
+    # and PPO itself learned from those episodes: its policy's parameters moved
+    ppo_after = list(model.policy.parameters())
+    moved = [not torch.equal(a, b) for a, b in zip(ppo_before, ppo_after, strict=True)]
+    assert sum(moved) >= len(moved) // 2, moved

@@ -29,11 +29,9 @@ def kv_gib() -> float:
 
 
 @pytest.fixture(scope="session")
-def tiny_dir() -> Path:
-    """The warm-started tiny model's directory (built once and cached, as ``load_policy``)."""
-    from trainers.models import ensure_tiny_model
-
-    return ensure_tiny_model()
+def tiny_dir(tiny_model_dir: Path) -> Path:
+    """The warm-started tiny model's directory (the root conftest's ``tiny_model_dir``)."""
+    return tiny_model_dir
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("vllm", reason="needs vLLM: `make test-vllm` runs these in .venv-vllm")
 
-from trainers.engines.bench import EngineBenchConfig, main, row_counts
+from trainers.benchmarks.engines import EngineBenchConfig, main, row_counts
 
 
 def test_row_counts_and_config_checks() -> None:

@@ -9,6 +9,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from adaroll_env.errors import check_int
+from trainers.collate import pad_batch
+from trainers.dropout import has_dropout
 from trainers.engines.base import Generation, SamplingSpec, check_request
 
 
@@ -27,15 +30,14 @@ class HFEngine:
     name = "hf"
 
     def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 256) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_int("batch_size", batch_size, 1)
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.eos_id = tokenizer.eos_token_id
         self._configs: dict[SamplingSpec, Any] = {}
-        self._dropout = _has_dropout(model)  # checked once: the trainer turns dropout off
+        self._dropout = has_dropout(model)  # checked once: the trainer turns dropout off
 
     def generate(
         self,
@@ -92,15 +94,13 @@ class HFEngine:
     def _generate_chunk(
         self, prompts: list[list[int]], sampling: SamplingSpec, device: torch.device
     ) -> tuple[list[list[int]], list[np.ndarray], np.ndarray]:
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)  # [b, P]
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)  # [b, P]
-        for j, p in enumerate(prompts):
-            input_ids[j, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            attention[j, width - len(p) :] = 1
+        input_ids, attention = pad_batch(
+            prompts, pad_id=self.pad_id, side="left", device=device
+        )  # [b, P]
+        width = input_ids.shape[1]
         out = self.model.generate(
-            input_ids=input_ids.to(device),
-            attention_mask=attention.to(device),
+            input_ids=input_ids,
+            attention_mask=attention,
             generation_config=self._generation_config(sampling),
         )
         new = out.sequences[:, width:].cpu()  # [b, T]
@@ -149,7 +149,3 @@ class HFEngine:
 
     def close(self) -> None:
         """Nothing to release: the model belongs to the trainer."""
-
-
-def _has_dropout(model: Any) -> bool:
-    return any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from trainers.bench import RESULTS_FILE, TrainerBenchConfig, main
+from trainers.benchmarks.trainer import RESULTS_FILE, TrainerBenchConfig, main
+from trainers.grpo import GRPOConfig
 from trainers.models import build_tiny_model, build_tiny_tokenizer
 
 
@@ -23,15 +24,9 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def tiny_cfg(model_dir: Path, out: Path, **kw: Any) -> TrainerBenchConfig:
-    base: dict[str, Any] = {
-        "model": str(model_dir),
-        "batch_size": 2,
-        "group_size": 2,
-        "max_completion_length": 4,
-        "slices": 1,
-        "steps_per_slice": 1,
-        "out": str(out),
-    }
+    grpo = GRPOConfig(model=str(model_dir), batch_size=2, group_size=2, max_completion_length=4,
+                      threads=1)  # fmt: skip
+    base: dict[str, Any] = {"grpo": grpo, "slices": 1, "steps_per_slice": 1, "out": str(out)}
     base.update(kw)
     return TrainerBenchConfig(**base)
 
@@ -40,7 +35,8 @@ def check_side(result: dict[str, Any], name: str, cfg: TrainerBenchConfig) -> No
     summary = result["summary"][name]
     assert summary["steps_per_s"] > 0 and summary["tokens_per_s"] > 0
     # B·G completions of 1..L tokens each (the end-of-sequence token counts)
-    assert cfg.rollouts <= summary["tokens_per_step"] <= cfg.rollouts * cfg.max_completion_length
+    length = cfg.grpo.max_completion_length
+    assert cfg.rollouts <= summary["tokens_per_step"] <= cfg.rollouts * length
     slices = result["slices"][name]
     assert len(slices) == cfg.slices
     for sl in slices:
@@ -48,7 +44,7 @@ def check_side(result: dict[str, Any], name: str, cfg: TrainerBenchConfig) -> No
         assert sl["rates"]["tokens"] == sum(s["tokens"] for s in sl["steps"]) > 0
         for step in sl["steps"]:
             assert step["seconds"] > 0
-            assert len(step["prompts"]) == cfg.batch_size
+            assert len(step["prompts"]) == cfg.grpo.batch_size
 
 
 def test_ours_only_without_trl(model_dir: Path, tmp_path: Path) -> None:
@@ -97,9 +93,28 @@ def test_config_errors_name_the_fix() -> None:
     with pytest.raises(ValueError, match="peer must be one of"):
         TrainerBenchConfig(peer="verl")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="group_size"):
-        TrainerBenchConfig(group_size=1)
-    TrainerBenchConfig(group_size=1, peer="none")  # ours alone can take one per prompt
+        TrainerBenchConfig(grpo=GRPOConfig(group_size=1))
+    TrainerBenchConfig(grpo=GRPOConfig(group_size=1), peer="none")  # ours alone: one per prompt
     with pytest.raises(ValueError, match="loss_type must be one of"):
-        TrainerBenchConfig(loss_type="ppo")  # type: ignore[arg-type]
+        TrainerBenchConfig(grpo=GRPOConfig(loss_type="ppo"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="slices"):
         TrainerBenchConfig(slices=0)
+
+
+def test_the_script_exposes_the_same_options(tmp_path: Path) -> None:
+    import argparse
+
+    from trainers.cli import add_dataclass_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_dataclass_arguments(parser, TrainerBenchConfig)
+    flags = {a.option_strings[0] for a in parser._actions if a.option_strings}
+    assert flags >= {
+        "--batch-size", "--group-size", "--max-completion-length", "--slices",
+        "--steps-per-slice", "--warmup-steps", "--seed", "--model", "--lr", "--loss-type",
+        "--round-size", "--compare-one-round", "--peer", "--threads", "--out",
+    }  # fmt: skip
+    args = parser.parse_args(["--batch-size", "3", "--peer", "none", "--threads", "0"])
+    cfg = config_from_args(TrainerBenchConfig, args)
+    assert cfg.grpo.batch_size == 3 and cfg.peer == "none" and cfg.grpo.threads == 0
+    assert cfg.grpo.group_size == 8 and TrainerBenchConfig().grpo.threads == 1

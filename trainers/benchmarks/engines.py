@@ -1,5 +1,7 @@
 """``HFEngine`` against ``VLLMEngine`` on the same model: what ``scripts/bench_engines.py`` runs.
 
+Formerly ``trainers/engines/bench.py``: a benchmark that builds trainers belongs above them.
+
 Needs both transformers and vLLM (``make bench-engines`` runs it in ``.venv-vllm``). Measured in
 one process, on the same policy weights, prompts (held-out arithmetic, all levels) and group sizes:
 
@@ -30,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from trainers.config import check_config_int
 from trainers.engines.base import Generation, SamplingSpec
 
 
@@ -60,10 +63,8 @@ class EngineBenchConfig:
 
     def __post_init__(self) -> None:
         for name in ("prompts", "group_size", "max_new_tokens", "repeats", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.grpo_steps < 0:
-            raise ValueError(f"grpo_steps must be >= 0, got {self.grpo_steps}")
+            check_config_int(name, getattr(self, name), 1)
+        check_config_int("grpo_steps", self.grpo_steps, 0)
         for row in self.row_list():
             if row != "ragged" and not (row.isdigit() and int(row) >= 1):
                 raise ValueError(
@@ -199,13 +200,11 @@ def bench_grpo(
 
 def main(cfg: EngineBenchConfig) -> dict[str, Any]:
     """Run the benchmark, print a table and write the JSON; returns the results."""
-    from rich.console import Console
-    from rich.table import Table
-
+    from adaroll_env.stats import library_versions
     from trainers.engines.hf import HFEngine
     from trainers.engines.vllm import VLLMEngine
     from trainers.models import load_policy
-    from trainers.run import versions
+    from trainers.run import TRAINER_PACKAGES
     from trainers.tasks import make_task
 
     model_dir = _model_dir(cfg.model)
@@ -242,7 +241,7 @@ def main(cfg: EngineBenchConfig) -> dict[str, Any]:
         "model_dir": model_dir.name,
         "parameters": int(sum(p.numel() for p in policy_hf.parameters())),
         "threads": torch.get_num_threads(),
-        "versions": versions(),
+        "versions": library_versions(TRAINER_PACKAGES),
         "generation": generation,
         "logprob_agreement": agreement,
         "sync_seconds": _median(sync),
@@ -252,6 +251,17 @@ def main(cfg: EngineBenchConfig) -> dict[str, Any]:
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
+    print_results(cfg, result)
+    return result
+
+
+def print_results(cfg: EngineBenchConfig, result: dict[str, Any]) -> None:
+    """The generation table and the GRPO step / weight sync / log-prob table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    generation, grpo = result["generation"], result["grpo"]
+    agreement, startup = result["logprob_agreement"], result["vllm_startup_seconds"]
     console = Console(width=max(Console().width, 100))
     table = Table(title=f"HF vs vLLM engine — {cfg.model}, {cfg.max_new_tokens} new tokens")
     for col in (
@@ -295,5 +305,4 @@ def main(cfg: EngineBenchConfig) -> dict[str, Any]:
         f"{agreement['mean_abs_diff']:.1e} / {agreement['max_abs_diff']:.1e}",
     )
     console.print(extra)
-    console.print(f"results written to {out}")
-    return result
+    console.print(f"results written to {cfg.out}")
