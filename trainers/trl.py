@@ -74,7 +74,7 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -119,7 +119,7 @@ from accelerate.utils import broadcast_object_list, gather_object  # noqa: E402
 from adaroll_env import model as am  # noqa: E402
 from adaroll_env.errors import check_int  # noqa: E402
 from trainers.beliefs import BeliefStore  # noqa: E402
-from trainers.grpo import group_advantages  # noqa: E402
+from trainers.grpo import ScaleRewards, group_advantages  # noqa: E402
 
 __all__ = [
     "RECORDS_KEPT",
@@ -130,6 +130,12 @@ __all__ = [
     "check_trl_version",
     "prompt_key",
 ]
+
+
+_UNSUPPORTED = (
+    "AllocatingGRPOTrainer does not support TRL's {name} (TRL builds its per-row state before "
+    "generation, which the allocation rounds reorder): drop it, or use trl.GRPOTrainer for this run"
+)
 
 
 def prompt_key(prompt: Any) -> int:
@@ -228,6 +234,9 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                     f"allocator {allocator!r} lacks {', '.join(missing)}: pass a spec such as "
                     "'bamdp' or an object meeting agents' Allocator protocol"
                 )
+        for name in ("tools", "environment_factory", "rollout_func"):
+            if kwargs.get(name):
+                raise ValueError(_UNSUPPORTED.format(name=name))
         self.belief_store = BeliefStore(decay=belief_decay, base=belief_prior)  # type: ignore[arg-type]
         self.success_threshold = float(success_threshold)
         self.allocations: deque[AllocationRecord] = deque(maxlen=RECORDS_KEPT)
@@ -239,19 +248,17 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
             ("rollout_func", self.rollout_func),
         ):
             if value:
-                raise ValueError(
-                    f"AllocatingGRPOTrainer does not support TRL's {name} (TRL builds its per-row "
-                    "state before generation, which the allocation rounds reorder): drop it, or "
-                    "use trl.GRPOTrainer for this run"
-                )
-        G = int(self.num_generations)
+                raise ValueError(_UNSUPPORTED.format(name=name))
+        G = int(self.num_generations or 0)
         if G < 2:
             raise ValueError(
                 f"num_generations must be >= 2, got {G}: it sets the budget (prompts × "
                 "num_generations completions per generation batch) and TRL's groups need two"
             )
         world = int(self.accelerator.num_processes)
-        batch = int(self.args.generation_batch_size)
+        targs: Any = self.args
+        batch = int(targs.generation_batch_size)
+        self.group_budget = G  # completions per prompt on average (TRL's num_generations)
         self.num_prompts = batch // G  # prompts per generation batch, all processes
         if round_size is not None and world > 1 and round_size % world:
             raise ValueError(
@@ -294,7 +301,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         try:
             return am.AllocationParams(
                 num_questions=num_prompts,
-                budget=num_prompts * int(self.num_generations),
+                budget=num_prompts * self.group_budget,
                 prior_alpha=prior[0],
                 prior_beta=prior[1],
                 pilot=self.pilot,
@@ -306,7 +313,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         except ValueError as exc:
             raise ValueError(
                 f"AllocatingGRPOTrainer: {exc} (the budget is prompts per generation batch "
-                f"({num_prompts}) × num_generations ({self.num_generations}))"
+                f"({num_prompts}) × num_generations ({self.group_budget}))"
             ) from exc
 
     def _checked_counts(
@@ -344,7 +351,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         start = time.perf_counter()
         acc = self.accelerator
         world, rank = int(acc.num_processes), int(acc.process_index)
-        G = int(self.num_generations)
+        G = self.group_budget
         rows = gather_object(list(inputs)) if world > 1 else list(inputs)
         if any(("image" in r or "images" in r) for r in rows[:1]):
             raise ValueError(
@@ -474,11 +481,11 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                     normed[ok, k] = group_advantages(col[ok], g[sel], scale="group")
             rewards = (normed * weights.unsqueeze(0)).sum(dim=1)  # [N]
             groups = np.zeros_like(g)  # one batch-wide normalisation afterwards
-            scale = "batch"
+            scale: ScaleRewards = "batch"
         else:
             rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)  # [N]
             groups = g
-            scale = self.scale_rewards
+            scale = cast(ScaleRewards, self.scale_rewards)
         adv = torch.zeros_like(rewards)  # [N]
         ok = ~unscorable
         if ok.any():
@@ -488,7 +495,8 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
 
     # --- TRL hooks ----------------------------------------------------------------------------
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        if not self.model.training:
+        model: Any = self.model
+        if not model.training:
             return super()._generate_and_score_completions(inputs)  # type: ignore[no-any-return]
         start = time.perf_counter()
         rows = self._generate_rounds(inputs)
@@ -507,7 +515,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
             rank = int(self.accelerator.process_index)
             local = adv_all[rank * n_local : (rank + 1) * n_local]
             output["advantages"] = local.to(output["advantages"].device, torch.float32)
-            logged = self._logs["advantages"]
+            logged: Any = self._logs["advantages"]
             for _ in range(min(len(adv_all), len(logged))):
                 logged.pop()
             logged.extend(adv_all.tolist())
