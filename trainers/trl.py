@@ -120,6 +120,7 @@ from adaroll_env import model as am  # noqa: E402
 from adaroll_env.errors import check_int  # noqa: E402
 from trainers.beliefs import BeliefStore  # noqa: E402
 from trainers.grpo import ScaleRewards, group_advantages  # noqa: E402
+from trainers.tasks import Task  # noqa: E402
 
 __all__ = [
     "RECORDS_KEPT",
@@ -129,6 +130,8 @@ __all__ = [
     "AllocationRecord",
     "check_trl_version",
     "prompt_key",
+    "task_dataset",
+    "task_reward",
 ]
 
 
@@ -142,6 +145,44 @@ def prompt_key(prompt: Any) -> int:
     """A stable 63-bit id of a prompt (text or conversation): the belief store's key."""
     text = json.dumps(prompt, sort_keys=True, default=str, ensure_ascii=False)
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
+
+
+def task_dataset(task: Task, split: str = "train") -> Any:
+    """A TRL dataset (``datasets.Dataset``) of an adaroll task's split: ``prompt``, ``answer``,
+    ``level`` and ``example_id`` columns, one row per example, in the task's order."""
+    from datasets import Dataset
+
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    rows = task.train if split == "train" else task.test
+    return Dataset.from_dict(
+        {
+            "prompt": [e.prompt for e in rows],
+            "answer": [e.answer for e in rows],
+            "level": [e.level for e in rows],
+            "example_id": [e.id for e in rows],
+        }
+    )
+
+
+def task_reward(task: Task) -> Any:
+    """A TRL reward function that scores with the task's own verifier (rows of
+    :func:`task_dataset`, matched by their ``example_id`` column)."""
+    examples = {e.id: e for e in (*task.train, *task.test)}
+
+    def reward(
+        prompts: list[Any],
+        completions: list[Any],
+        completion_ids: list[list[int]],
+        example_id: list[int],
+        **kwargs: Any,
+    ) -> list[float]:
+        rows = [examples[int(i)] for i in example_id]
+        texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
+        return [float(r) for r in task.score(rows, texts, completion_ids).rewards]
+
+    reward.__name__ = f"{task.name}_reward"
+    return reward
 
 
 def _derive_seed(*parts: int) -> int:

@@ -435,3 +435,32 @@ def test_trl_version_outside_the_range_is_refused_at_import() -> None:
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode != 0
     assert f"supports trl {TRL_RANGE}, but trl 1.9.0 is installed" in done.stderr
+
+
+# --- the example script ------------------------------------------------------------------------
+def test_example_script_trains_and_checkpoints_the_beliefs(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
+    spec = importlib.util.spec_from_file_location("trl_example", ROOT / "scripts/trl_example.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer = module.main("bamdp", max_steps=2, out=str(tmp_path))
+    assert [sum(r.counts) for r in trainer.allocations] == [64, 64]
+    saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())
+    assert saved["allocator"] == "bamdp"
+    assert 8 <= len(saved["beliefs"]["ids"]) <= 16  # prompts that got rollouts in 2 batches of 8
+    # the task's reward function gives the same scores as the task's verifier
+    rows = trainer.train_dataset.select(range(3))
+    reward = trainer.reward_funcs[0](
+        prompts=rows["prompt"],
+        completions=[rows["answer"][0], "x", rows["answer"][2] + " "],
+        completion_ids=[[1], [2], [3]],
+        example_id=rows["example_id"],
+    )
+    assert reward == [1.0, 0.0, 1.0]
