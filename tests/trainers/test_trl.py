@@ -486,3 +486,24 @@ def test_overhead_benchmark_times_all_three_variants(
     assert json.loads((tmp_path / RESULTS_FILE).read_text())["summary"] == s
     with pytest.raises(ValueError, match="group_size must be >= 2"):
         TrlOverheadConfig(group_size=1)
+
+
+# --- the competition ---------------------------------------------------------------------------
+def test_competition_trains_each_allocator_and_evaluates(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainers.trl_compete import RESULTS_FILE, TrlCompeteConfig, main, parse_args
+
+    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
+    cfg = parse_args(["--steps", "2", "--seeds", "1", "--batch-size", "4", "--group-size", "2"])
+    cfg = dataclasses.replace(cfg, eval_size=8, eval_k=2, out=str(tmp_path))
+    result = main(cfg)
+    runs = {r["allocator"]: r for r in result["runs"]}
+    assert set(runs) == {"uniform", "bamdp"}
+    # the same warm start and the same evaluation samples before training
+    assert runs["uniform"]["pass@1_before"] == runs["bamdp"]["pass@1_before"]
+    for r in runs.values():
+        assert 0.0 <= r["pass@1_after"] <= 1.0 and 0 <= r["gradient_rollouts"] <= 8
+    assert json.loads((tmp_path / RESULTS_FILE).read_text())["runs"] == result["runs"]
+    with pytest.raises(ValueError, match="allocators is empty"):
+        TrlCompeteConfig(allocators=" , ")
