@@ -358,6 +358,15 @@ def test_checkpoint_keeps_beliefs_and_resume_equals_straight_run(
 
 
 # --- several processes -------------------------------------------------------------------------
+def free_port() -> int:
+    """A TCP port free now (so parallel runs do not meet on accelerate's default 29500)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 @pytest.mark.slow
 def test_accelerate_launch_two_cpu_processes_keep_replicas_identical(
     tiny_model_dir: Path, tmp_path: Path
@@ -371,6 +380,7 @@ def test_accelerate_launch_two_cpu_processes_keep_replicas_identical(
     cmd = [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+        "--main_process_port", str(free_port()),
         str(Path(__file__).with_name("trl_worker.py")), str(tiny_model_dir), str(tmp_path),
     ]  # fmt: skip
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
