@@ -200,6 +200,9 @@ class AllocationRecord:
     rounds: int  #: generation rounds, the pilot included
     alloc_seconds: float  #: time inside the allocator (reset and allocate)
     seconds: float  #: wall time of the whole generate-and-score call
+    #: time in this subclass's own code (gathering rows, allocating, grouping, beliefs,
+    #: advantages, metrics): the call's wall time less TRL's generate, score and batch building
+    own_seconds: float = 0.0
     prompts: list[Any] = field(default_factory=list)  #: the batch's prompts, in order
 
 
@@ -423,6 +426,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         order_parts: list[NDArray[np.int64]] = []
         local_rows: list[dict[str, Any]] = []
         rounds = 0
+        trl_seconds = 0.0  # inside TRL's generate and reward calls
         while not am.is_done(params, state):
             if rounds == 0 and params.pilot > 0:
                 counts = np.full(U, params.pilot, dtype=np.int64)
@@ -449,10 +453,12 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
             nonzero = counts[counts > 0]
             self._round_n = int(nonzero[0]) if np.all(nonzero == nonzero[0]) else 1
             try:
+                t = time.perf_counter()
                 out = super()._generate(round_prompts)
             finally:
                 self._round_n = None
             rewards = self._calculate_rewards(round_rows, round_prompts, out[3], out[1])
+            trl_seconds += time.perf_counter() - t
             total = (rewards * self.reward_weights.to(rewards.device).unsqueeze(0)).nansum(dim=1)
             total[torch.isnan(rewards).all(dim=1)] = torch.nan
             good = (total >= self.success_threshold).cpu().numpy()  # NaN counts as a failure
@@ -501,6 +507,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                 rounds=rounds,
                 alloc_seconds=alloc_seconds,
                 seconds=time.perf_counter() - start,  # updated when the batch is complete
+                own_seconds=time.perf_counter() - start - trl_seconds,
                 prompts=prompts,
             )
         )
@@ -543,10 +550,12 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         rows = self._generate_rounds(inputs)
         pending = self._pending
         assert pending is not None
+        t = time.perf_counter()
         try:
             output = super()._generate_and_score_completions(rows)
         finally:
             self._pending = None
+        trl_seconds = time.perf_counter() - t
         metrics = self._metrics["train"]
         if pending.trl_layout:
             adv_all = torch.as_tensor(list(self._logs["advantages"])[-len(pending.group_ids) :])
@@ -566,6 +575,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         seconds = time.perf_counter() - start
         record = self.allocations[-1]
         record.seconds = seconds
+        record.own_seconds += seconds - (t - start) - trl_seconds  # after TRL's method too
         metrics["allocation/gradient_rollouts"].append(float((adv_all != 0).sum().item()))
         metrics["allocation/overhead"].append(record.alloc_seconds / max(seconds, 1e-12))
         return output  # type: ignore[no-any-return]

@@ -151,6 +151,7 @@ def run_block(cfg: TrlOverheadConfig, variant: str, task: Any) -> list[dict[str,
                         "generate_seconds": sums["generate"],
                         "reward_seconds": sums["reward"],
                         "alloc_seconds": alloc.alloc_seconds if alloc else 0.0,
+                        "own_seconds": alloc.own_seconds if alloc else 0.0,
                         "rounds": float(alloc.rounds) if alloc else 1.0,
                     }
                 )
@@ -196,6 +197,7 @@ def summarise(blocks: dict[str, list[list[dict[str, float]]]]) -> dict[str, Any]
             "generate_seconds",
             "reward_seconds",
             "alloc_seconds",
+            "own_seconds",
             "rounds",
         ):
             row[key] = _median([s[key] for s in steps])
@@ -217,6 +219,8 @@ def summarise(blocks: dict[str, list[list[dict[str, float]]]]) -> dict[str, Any]
         ]
         out["uniform_overhead"] = _median(ratios) - 1.0
         out["uniform_overhead_per_block"] = [r - 1.0 for r in ratios]
+        own = [s["own_seconds"] / s["seconds"] for run in blocks["uniform"] for s in run]
+        out["uniform_own_share"] = _median(own)
     return out
 
 
@@ -264,6 +268,7 @@ def print_results(result: dict[str, Any]) -> None:
         ("generate", "generate_seconds"),
         ("reward", "reward_seconds"),
         ("allocator", "alloc_seconds"),
+        ("subclass", "own_seconds"),
         ("other g+s", "other_gen_score_seconds"),
         ("loss+update", "train_seconds"),
         ("rounds", "rounds"),
@@ -275,6 +280,9 @@ def print_results(result: dict[str, Any]) -> None:
     if "uniform_overhead" in s:
         per = ", ".join(f"{x:+.1%}" for x in s["uniform_overhead_per_block"])
         print(f"overhead (uniform vs trl, median of blocks): {s['uniform_overhead']:+.1%} ({per})")
+        print(
+            f"subclass's own code (uniform), median share of a step: {s['uniform_own_share']:.2%}"
+        )
 
 
 def main(cfg: TrlOverheadConfig) -> dict[str, Any]:

@@ -201,6 +201,7 @@ def test_bamdp_spends_the_budget_in_ragged_groups_with_exact_advantages(
     for rec, batch in zip(records, seen, strict=True):
         assert sum(rec.counts) == 32 == len(batch["prompts"])  # exactly the budget
         assert rec.rounds == 4  # rounds of one rollout per prompt on average
+        assert 0 <= rec.alloc_seconds <= rec.own_seconds < rec.seconds
         assert sorted(batch["prompts"]) == sorted(
             p for p, c in zip(rec.prompts, rec.counts, strict=True) for _ in range(c)
         )
@@ -492,7 +493,7 @@ def test_overhead_benchmark_times_all_three_variants(
     for variant in ("trl", "uniform", "bamdp"):
         row = s[variant]
         assert row["seconds_per_step"] >= row["gen_score_seconds"] >= row["generate_seconds"] > 0
-    assert np.isfinite(s["uniform_overhead"])
+    assert np.isfinite(s["uniform_overhead"]) and 0 < s["uniform_own_share"] < 1
     assert json.loads((tmp_path / RESULTS_FILE).read_text())["summary"] == s
     with pytest.raises(ValueError, match="group_size must be >= 2"):
         TrlOverheadConfig(group_size=1)
