@@ -47,13 +47,24 @@ class TrlCompeteConfig:
     group_size: int = field(default=8, metadata=_help("G: TRL's num_generations"))
     max_completion_length: int = field(default=8, metadata=_help("L: new tokens at most"))
     lr: float = field(default=2e-4, metadata=_help("learning rate (constant)"))
+    task_size: int = field(
+        default=50_000,
+        metadata=_help("arithmetic training prompts (50,000 as adaroll grpo; few repeat them)"),
+    )
     eval_size: int = field(default=400, metadata=_help("held-out prompts evaluated"))
     eval_k: int = field(default=4, metadata=_help("samples per held-out prompt"))
     workers: int = field(default=1, metadata=_help("runs at a time (processes)"))
     out: str = field(default="runs/trl_compete", metadata=_help("where the JSON goes"))
 
     def __post_init__(self) -> None:
-        for name in ("seeds", "steps", "batch_size", "max_completion_length", "eval_size"):
+        for name in (
+            "seeds",
+            "steps",
+            "batch_size",
+            "max_completion_length",
+            "eval_size",
+            "task_size",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -110,7 +121,7 @@ def run_one(cfg: TrlCompeteConfig, allocator: str, seed: int) -> dict[str, Any]:
     from trainers.trl import AllocatingGRPOTrainer, task_dataset, task_reward
 
     torch.set_num_threads(1)
-    task = make_task("arithmetic", seed=0)
+    task = make_task("arithmetic", seed=0, num_train=cfg.task_size)
     model, tokenizer = load_policy("tiny")
     before = held_out_pass_at_1(model, tokenizer, task, cfg)
     start = time.perf_counter()
