@@ -34,7 +34,9 @@ def main(model_dir: str, out: str) -> None:
     )
     args = trl.GRPOConfig(
         output_dir=str(Path(out) / "run"),
-        per_device_train_batch_size=16,  # 2 processes × 16 = 32 completions: 8 prompts × 4
+        # 2 processes × 10 = 20 completions: 5 prompts × 4, so TRL's sampler splits the third
+        # prompt's group across the processes; rounds of 6 (5 prompts rounded up to 3 × 2)
+        per_device_train_batch_size=10,
         num_generations=4,
         max_completion_length=6,
         max_steps=3,
@@ -85,6 +87,7 @@ def main(model_dir: str, out: str) -> None:
         "changed": changed,
         "beliefs": trainer.belief_store.state_dict(),
         "counts": [r.counts for r in trainer.allocations],
+        "rounds": [r.rounds for r in trainer.allocations],
         "local_rows": local_rows,
     }
     Path(out, f"rank{rank}.json").write_text(json.dumps(record))
