@@ -5,7 +5,8 @@ What ``scripts/trl_compete.py`` runs. Every run trains the warm-started ``tiny``
 data order for the seed, lr, steps); only the allocator differs. Held-out pass@1 is measured on
 the same ``eval_size`` test prompts (spread evenly over the split) with ``eval_k`` samples each,
 before training and after, with a fixed sampling seed. Besides accuracy each run reports its mean
-training reward over the last quarter of the steps, its informative fraction and its rollouts
+training reward over the first and the last quarter of the steps (over the rollouts the
+allocator chose, so not comparable across allocators), its informative fraction and its rollouts
 with non-zero advantage per step (TRL's metrics, ``allocation/...``).
 
 >>> result = main(TrlCompeteConfig(steps=10, seeds=1))  # doctest: +SKIP
@@ -160,13 +161,14 @@ def run_one(cfg: TrlCompeteConfig, allocator: str, seed: int) -> dict[str, Any]:
     minutes = (time.perf_counter() - start) / 60
     after = held_out_pass_at_1(trainer.model, tokenizer, task, cfg)
     logs = [h for h in trainer.state.log_history if "reward" in h]
-    tail = logs[-max(1, len(logs) // 4) :]
+    quarter = max(1, len(logs) // 4)
     return {
         "allocator": allocator,
         "seed": seed,
         "pass@1_before": before,
         "pass@1_after": after,
-        "train_reward_last_quarter": statistics.fmean(h["reward"] for h in tail),
+        "train_reward_first_quarter": statistics.fmean(h["reward"] for h in logs[:quarter]),
+        "train_reward_last_quarter": statistics.fmean(h["reward"] for h in logs[-quarter:]),
         "informative_frac": statistics.fmean(h["allocation/informative_frac"] for h in logs),
         "gradient_rollouts": statistics.fmean(h["allocation/gradient_rollouts"] for h in logs),
         "alloc_overhead": statistics.fmean(h["allocation/overhead"] for h in logs),
