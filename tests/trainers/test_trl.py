@@ -231,6 +231,7 @@ def test_bamdp_spends_the_budget_in_ragged_groups_with_exact_advantages(
         )
 
 
+@pytest.mark.slow
 def test_bamdp_twenty_steps_raise_the_training_reward(tiny_model_dir: Path, tmp_path: Path) -> None:
     # 32 training prompts, each seen five times in 20 steps; lr 2e-4 (at 5e-4 and above plain
     # TRL's reward on the tiny model falls too)
@@ -332,6 +333,7 @@ def test_allocator_breaking_the_rule_names_itself(
         train(trainer)
 
 
+@pytest.mark.slow
 def test_checkpoint_keeps_beliefs_and_resume_equals_straight_run(
     tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
 ) -> None:
