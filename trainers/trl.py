@@ -447,6 +447,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                 counts = np.asarray(message[0], dtype=np.int64)
             order = np.repeat(np.arange(U, dtype=np.int64), counts)  # [n_round] prompt index
             share = order.size // world
+            assert share * world == order.size, "round sizes are multiples of the processes"
             mine = order[rank * share : (rank + 1) * share]
             round_rows = [dict(firsts[q]) for q in mine]
             round_prompts = [r["prompt"] for r in round_rows]
