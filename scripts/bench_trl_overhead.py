@@ -1,0 +1,16 @@
+"""The cost of AllocatingGRPOTrainer against plain trl.GRPOTrainer (CPU, tiny model): step time
+of plain TRL, of the subclass with ``uniform`` (the same completions) and with ``bamdp`` in
+rounds, with the breakdown of a step.
+
+    python scripts/bench_trl_overhead.py [--batch-size 16] [--group-size 8] [--blocks 5]
+        [--steps 6] [--threads 1] [--out runs/bench_trl_overhead]
+
+Needs the trl extra: pip install -e ".[trl]". The logic lives in trainers/trl_bench.py.
+"""
+
+from __future__ import annotations
+
+from trainers.trl_bench import main, parse_args
+
+if __name__ == "__main__":
+    main(parse_args())

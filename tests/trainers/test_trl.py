@@ -1,0 +1,523 @@
+"""AllocatingGRPOTrainer (trainers.trl) against plain trl.GRPOTrainer on the tiny model."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("trl", reason="needs the trl extra: pip install -e '.[trl]'")
+
+import trl
+from datasets import Dataset
+
+from trainers.grpo import group_advantages
+from trainers.models import load_policy
+from trainers.tasks import make_task
+from trainers.trl import (
+    STATE_FILE,
+    TRL_RANGE,
+    AllocatingGRPOTrainer,
+    check_trl_version,
+    prompt_key,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*gradient_checkpointing.*")
+
+
+class Recorder:
+    """Exact-match reward that records every call: prompts, completions and rewards."""
+
+    __name__ = "exact"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], list[str], list[float]]] = []
+
+    def __call__(
+        self, prompts: list[str], completions: list[str], answer: list[str], **kw: Any
+    ) -> list[float]:
+        out = [1.0 if c.strip() == a else 0.0 for c, a in zip(completions, answer, strict=True)]
+        self.calls.append((list(prompts), list(completions), out))
+        return out
+
+
+@pytest.fixture(scope="module")
+def dataset() -> Dataset:
+    task = make_task("arithmetic", seed=0, num_train=256, num_test=8)
+    return Dataset.from_dict(
+        {"prompt": [e.prompt for e in task.train], "answer": [e.answer for e in task.train]}
+    )
+
+
+def config(out: Path, **kw: Any) -> trl.GRPOConfig:
+    base: dict[str, Any] = {
+        "output_dir": str(out),
+        "per_device_train_batch_size": 16,  # completions: 4 prompts × 4
+        "num_generations": 4,
+        "max_completion_length": 6,
+        "max_steps": 3,
+        "learning_rate": 1e-3,
+        "lr_scheduler_type": "constant",
+        "top_k": 0,
+        "use_cpu": True,
+        "bf16": False,
+        "report_to": "none",
+        "save_strategy": "no",
+        "logging_steps": 1,
+        "disable_tqdm": True,
+        "seed": 0,
+        "activation_checkpointing": False,
+        "dataloader_num_workers": 0,
+        "log_completions": False,
+    }
+    base.update(kw)
+    return trl.GRPOConfig(**base)
+
+
+def build(
+    cls: Any, model_dir: Path, data: Dataset, out: Path, reward: Any = None, **kw: Any
+) -> Any:
+    args_kw = {k: kw.pop(k) for k in list(kw) if k in trl.GRPOConfig.__dataclass_fields__}
+    model, tok = load_policy(str(model_dir))
+    return cls(
+        model=model,
+        reward_funcs=reward if reward is not None else Recorder(),
+        args=config(out, **args_kw),
+        train_dataset=data,
+        processing_class=tok,
+        **kw,
+    )
+
+
+def train(trainer: Any, **kw: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train(**kw)
+    return trainer
+
+
+def capture(trainer: Any) -> list[dict[str, Any]]:
+    """Record each generation batch's rows (prompt, reward) and the advantages handed to TRL."""
+    seen: list[dict[str, Any]] = []
+    inner = trainer._generate_and_score_completions
+
+    def wrapped(inputs: Any) -> Any:
+        out = inner(inputs)
+        seen.append(
+            {
+                "prompts": list(trainer._logs["prompt"]),
+                "rewards": list(trainer._logs["rewards"]["exact"]),
+                "advantages": out["advantages"].detach().clone(),
+            }
+        )
+        return out
+
+    trainer._generate_and_score_completions = wrapped
+    return seen
+
+
+def by_hand(prompts: list[str], rewards: list[float], scale: str = "group") -> np.ndarray:
+    """Ragged-group advantages computed independently, prompt by prompt, in plain Python."""
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(prompts):
+        groups.setdefault(p, []).append(i)
+    out = np.zeros(len(rewards))
+    n = len(rewards)
+    mu_all = sum(rewards) / n
+    std_all = (sum((r - mu_all) ** 2 for r in rewards) / (n - 1)) ** 0.5
+    for rows in groups.values():
+        vals = [rewards[i] for i in rows]
+        mean = sum(vals) / len(vals)
+        if len(vals) < 2 or max(vals) == min(vals):
+            continue  # a group of one or without variance carries no signal
+        std = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5
+        denom = {"group": std + 1e-4, "batch": std_all + 1e-4, "none": 1.0}[scale]
+        for i in rows:
+            out[i] = (rewards[i] - mean) / denom
+    return out
+
+
+# --- uniform is plain TRL ----------------------------------------------------------------------
+def test_uniform_reproduces_plain_trl_exactly(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
+) -> None:
+    # each trainer seeds torch when built, so each is built just before it trains
+    plain = build(trl.GRPOTrainer, tiny_model_dir, dataset, tmp_path / "a")
+    start = [p.detach().clone() for p in plain.model.parameters()]
+    plain_seen = capture(plain)
+    train(plain)
+    ours = build(
+        AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path / "b", allocator="uniform"
+    )
+    ours_seen = capture(ours)
+    train(ours)
+    # the same completions and rewards, call by call
+    assert plain.reward_funcs[0].calls == ours.reward_funcs[0].calls
+    assert len(plain.reward_funcs[0].calls) == 3
+    losses = [h["loss"] for h in plain.state.log_history if "loss" in h]
+    assert losses == [h["loss"] for h in ours.state.log_history if "loss" in h]
+    assert len(losses) == 3
+    for a, b in zip(plain_seen, ours_seen, strict=True):
+        assert torch.equal(a["advantages"], b["advantages"])
+        # TRL's advantages on its uniform groups are group_advantages' numbers
+        ids = [prompt_key(p) for p in a["prompts"]]
+        ref = group_advantages(np.asarray(a["rewards"]), ids, scale="group")
+        np.testing.assert_allclose(a["advantages"].numpy(), ref, atol=1e-5)
+    final = list(plain.model.parameters())
+    assert any(not torch.equal(s, p.detach()) for s, p in zip(start, final, strict=True))
+    for p, q in zip(final, ours.model.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert all(r.counts == [4, 4, 4, 4] and r.rounds == 1 for r in ours.allocations)
+
+
+# --- bamdp -------------------------------------------------------------------------------------
+def test_bamdp_spends_the_budget_in_ragged_groups_with_exact_advantages(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
+) -> None:
+    trainer = build(
+        AllocatingGRPOTrainer,
+        tiny_model_dir,
+        dataset,
+        tmp_path,
+        allocator="bamdp",
+        max_steps=6,
+        per_device_train_batch_size=32,  # 8 prompts × 4
+    )
+    seen = capture(trainer)
+    train(trainer)
+    records = list(trainer.allocations)
+    assert len(records) == len(seen) == 6
+    for rec, batch in zip(records, seen, strict=True):
+        assert sum(rec.counts) == 32 == len(batch["prompts"])  # exactly the budget
+        assert rec.rounds == 4  # rounds of one rollout per prompt on average
+        assert 0 <= rec.alloc_seconds <= rec.own_seconds < rec.seconds
+        assert sorted(batch["prompts"]) == sorted(
+            p for p, c in zip(rec.prompts, rec.counts, strict=True) for _ in range(c)
+        )
+        expected = by_hand(batch["prompts"], batch["rewards"])
+        np.testing.assert_allclose(batch["advantages"].numpy(), expected, rtol=1e-5, atol=1e-6)
+    assert any(len(set(rec.counts)) > 1 for rec in records)  # group sizes vary
+    assert len(trainer.belief_store) > 0
+    logged = [h for h in trainer.state.log_history if "allocation/rounds" in h]
+    assert len(logged) == 6
+    for h in logged:
+        assert h["allocation/rollouts_per_prompt_mean"] == 4.0
+        assert (
+            h["allocation/rollouts_per_prompt_min"] <= 4 <= h["allocation/rollouts_per_prompt_max"]
+        )
+        assert 0.0 <= h["allocation/informative_frac"] <= 1.0
+        assert 0 <= h["allocation/gradient_rollouts"] <= 32
+        assert h["allocation/seconds"] >= 0 and 0 <= h["allocation/overhead"] < 1
+    # the other scale_rewards meanings, on a hand-made ragged batch
+    rewards = torch.tensor([[1.0], [0.0], [0.0], [1.0], [1.0], [0.0]])
+    groups = [0, 0, 0, 1, 2, 2]
+    prompts = ["a", "a", "a", "b", "c", "c"]
+    for scale in ("group", "batch", "none"):
+        trainer.scale_rewards = scale
+        got = trainer._ragged_advantages(rewards, groups)
+        np.testing.assert_allclose(
+            got.numpy(), by_hand(prompts, rewards[:, 0].tolist(), scale), rtol=1e-5
+        )
+
+
+@pytest.mark.slow
+def test_bamdp_twenty_steps_raise_the_training_reward(tiny_model_dir: Path, tmp_path: Path) -> None:
+    # 32 training prompts, each seen five times in 20 steps; lr 2e-4 (at 5e-4 and above plain
+    # TRL's reward on the tiny model falls too)
+    task = make_task("arithmetic", seed=0, num_train=32, num_test=8)
+    data = Dataset.from_dict(
+        {"prompt": [e.prompt for e in task.train], "answer": [e.answer for e in task.train]}
+    )
+    trainer = build(
+        AllocatingGRPOTrainer,
+        tiny_model_dir,
+        data,
+        tmp_path,
+        allocator="bamdp",
+        max_steps=20,
+        per_device_train_batch_size=32,
+        learning_rate=2e-4,
+    )
+    start = [p.detach().clone() for p in trainer.model.parameters()]
+    train(trainer)
+    rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
+    assert len(rewards) == 20
+    first, last = np.mean(rewards[:5]), np.mean(rewards[-5:])
+    assert last > first + 0.15, rewards
+    assert any(
+        not torch.equal(a, b.detach())
+        for a, b in zip(start, trainer.model.parameters(), strict=True)
+    )
+
+
+# --- plug-ins and checkpoints ------------------------------------------------------------------
+PLUGIN = '''
+import numpy as np
+from agents import BaseAllocator
+
+
+class FrontLoaded(BaseAllocator):
+    """Every round goes to the prompts with the fewest rollouts, lowest index first."""
+
+    name = "front-loaded"
+    calls = 0
+
+    def allocate(self, obs):
+        type(self).calls += 1
+        b = self.beliefs(obs)
+        counts = np.zeros(b.rollouts.size, dtype=np.int64)
+        for _ in range(b.round_size):
+            load = np.where(b.capacity - counts > 0, b.rollouts + counts, 10**9)
+            counts[int(np.argmin(load))] += 1
+        return counts
+
+
+class Greedy(BaseAllocator):
+    name = "too-greedy"
+
+    def allocate(self, obs):
+        b = self.beliefs(obs)
+        counts = np.zeros(b.rollouts.size, dtype=np.int64)
+        counts[0] = b.round_size + 1
+        return counts
+'''
+
+
+def test_plugin_allocator_from_a_module_spec(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "adaroll_trl_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    trainer = build(
+        AllocatingGRPOTrainer,
+        tiny_model_dir,
+        dataset,
+        tmp_path / "run",
+        allocator="adaroll_trl_plugin:FrontLoaded",
+        round_size=2,
+        max_steps=2,
+    )
+    train(trainer)
+    assert trainer.allocator_name == "front-loaded"
+    assert type(trainer.allocator).calls == 16  # 2 batches × 16 rollouts / rounds of 2
+    assert [r.counts for r in trainer.allocations] == [[4, 4, 4, 4]] * 2
+    assert [r.rounds for r in trainer.allocations] == [8, 8]
+
+
+def test_allocator_breaking_the_rule_names_itself(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "adaroll_trl_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    trainer = build(
+        AllocatingGRPOTrainer,
+        tiny_model_dir,
+        dataset,
+        tmp_path / "run",
+        allocator="adaroll_trl_plugin:Greedy",
+    )
+    with pytest.raises(
+        ValueError, match=r"allocator 'too-greedy' .* hands out 5 rollouts, not 4.*the rule"
+    ):
+        train(trainer)
+
+
+@pytest.mark.slow
+def test_checkpoint_keeps_beliefs_and_resume_equals_straight_run(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
+) -> None:
+    common: dict[str, Any] = {"allocator": "bamdp", "save_strategy": "steps", "save_steps": 2}
+    straight = train(
+        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path / "s", max_steps=4, **common)
+    )
+    first = train(
+        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path / "r", max_steps=2, **common)
+    )
+    saved = json.loads((tmp_path / "r" / "checkpoint-2" / STATE_FILE).read_text())
+    assert saved["beliefs"] == first.belief_store.state_dict()
+    assert 0 < len(saved["beliefs"]["ids"]) <= 8  # the two batches' prompts that got rollouts
+    resumed = build(
+        AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path / "r", max_steps=4, **common
+    )
+    train(resumed, resume_from_checkpoint=str(tmp_path / "r" / "checkpoint-2"))
+    assert resumed.belief_store.state_dict() == straight.belief_store.state_dict()
+    assert [r.counts for r in resumed.allocations] == [r.counts for r in straight.allocations][2:]
+    for p, q in zip(straight.model.parameters(), resumed.model.parameters(), strict=True):
+        assert torch.equal(p, q)
+    loss = [h["loss"] for h in straight.state.log_history if "loss" in h]
+    assert len(loss) == 4  # the resumed history holds the first run's two steps, then its own
+    assert loss == [h["loss"] for h in resumed.state.log_history if "loss" in h]
+
+
+# --- several processes -------------------------------------------------------------------------
+def free_port() -> int:
+    """A TCP port free now (so parallel runs do not meet on accelerate's default 29500)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_accelerate_launch_two_cpu_processes_keep_replicas_identical(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    # accelerate's --cpu flag starts one process (several CPU processes go through MPI there);
+    # --multi_gpu starts them through torchrun, and the worker's use_cpu=True with
+    # ddp_backend="gloo" keeps them on the CPU
+    env = dict(
+        os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false"
+    )
+    cmd = [
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+        "--main_process_port", str(free_port()),
+        str(Path(__file__).with_name("trl_worker.py")), str(tiny_model_dir), str(tmp_path),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    r0 = json.loads((tmp_path / "rank0.json").read_text())
+    r1 = json.loads((tmp_path / "rank1.json").read_text())
+    assert r0["world"] == r1["world"] == 2
+    assert r0["changed"] and r0["digest"] == r1["digest"]  # learned, and the replicas agree
+    assert r0["beliefs"] == r1["beliefs"] and len(r0["beliefs"]["ids"]) > 0
+    assert r0["counts"] == r1["counts"] and len(r0["counts"]) == 3
+    assert all(sum(c) == 20 for c in r0["counts"])  # 5 prompts × 4, over both processes
+    assert any(len(set(c)) > 1 for c in r0["counts"])
+    assert r0["rounds"] == [4, 4, 4]  # rounds of 6, 6, 6 and the 2 left
+    assert r0["local_rows"] == r1["local_rows"] == [10, 10, 10]
+
+
+# --- bad input ---------------------------------------------------------------------------------
+def test_unknown_allocator_suggests_the_closest(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match=r"unknown allocator 'bamdpp'. Did you mean 'bamdp'\?"):
+        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, allocator="bamdpp")
+
+
+def test_num_generations_below_two_is_refused(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match="at least 2 generations"):
+        config(tmp_path, num_generations=1)  # TRL's own check
+    args = config(tmp_path, num_generations=2, per_device_train_batch_size=4)
+    args.num_generations = 1  # changed after TRL's check: ours still refuses it
+    model, tok = load_policy(str(tiny_model_dir))
+    with pytest.raises(ValueError, match=r"num_generations must be >= 2, got 1"):
+        AllocatingGRPOTrainer(
+            model=model, reward_funcs=Recorder(), args=args, train_dataset=dataset,
+            processing_class=tok, allocator="bamdp",
+        )  # fmt: skip
+
+
+def test_bad_settings_are_refused_with_the_fix(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match=r"larger than B·max_group .* num_generations \(4\)"):
+        build(
+            AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, allocator="bamdp", max_group=3
+        )
+    with pytest.raises(ValueError, match="pilot"):
+        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, allocator="bamdp", pilot=4)
+    with pytest.raises(TypeError, match="round_size must be an integer"):
+        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, round_size=2.0)
+    with pytest.raises(ValueError, match="does not support TRL's tools"):
+        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, tools=[sorted])
+    with pytest.raises(ValueError, match="does not support TRL's rollout_func"):
+        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, rollout_func=print)
+
+
+def test_trl_version_outside_the_range_is_refused_at_import() -> None:
+    check_trl_version(trl.__version__)  # the installed one is supported
+    for bad in ("1.9.0", "1.17.0", "2.0.0", "not-a-version"):
+        with pytest.raises(ImportError, match=f"supports trl {TRL_RANGE}, but trl {bad}"):
+            check_trl_version(bad)
+    code = "import trl; trl.__version__ = '1.9.0'; import trainers.trl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert f"supports trl {TRL_RANGE}, but trl 1.9.0 is installed" in done.stderr
+
+
+# --- the example script ------------------------------------------------------------------------
+def test_example_script_trains_and_checkpoints_the_beliefs(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
+    spec = importlib.util.spec_from_file_location("trl_example", ROOT / "scripts/trl_example.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer = module.main("bamdp", max_steps=2, out=str(tmp_path))
+    assert [sum(r.counts) for r in trainer.allocations] == [64, 64]
+    saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())
+    assert saved["allocator"] == "bamdp"
+    assert 8 <= len(saved["beliefs"]["ids"]) <= 16  # prompts that got rollouts in 2 batches of 8
+    # the task's reward function gives the same scores as the task's verifier
+    rows = trainer.train_dataset.select(range(3))
+    reward = trainer.reward_funcs[0](
+        prompts=rows["prompt"],
+        completions=[rows["answer"][0], "x", rows["answer"][2] + " "],
+        completion_ids=[[1], [2], [3]],
+        example_id=rows["example_id"],
+    )
+    assert reward == [1.0, 0.0, 1.0]
+
+
+# --- the overhead benchmark --------------------------------------------------------------------
+def test_overhead_benchmark_times_all_three_variants(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainers.trl_bench import RESULTS_FILE, TrlOverheadConfig, main, parse_args
+
+    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
+    cfg = parse_args(["--batch-size", "2", "--group-size", "2", "--blocks", "1", "--steps", "1"])
+    assert cfg == TrlOverheadConfig(batch_size=2, group_size=2, blocks=1, steps=1)
+    result = main(dataclasses.replace(cfg, out=str(tmp_path)))
+    s = result["summary"]
+    assert s["trl"]["rounds"] == s["uniform"]["rounds"] == 1 and s["bamdp"]["rounds"] == 2
+    for variant in ("trl", "uniform", "bamdp"):
+        row = s[variant]
+        assert row["seconds_per_step"] >= row["gen_score_seconds"] >= row["generate_seconds"] > 0
+    assert np.isfinite(s["uniform_overhead"]) and 0 < s["uniform_own_share"] < 1
+    assert json.loads((tmp_path / RESULTS_FILE).read_text())["summary"] == s
+    with pytest.raises(ValueError, match="group_size must be >= 2"):
+        TrlOverheadConfig(group_size=1)
+
+
+# --- the competition ---------------------------------------------------------------------------
+def test_competition_trains_each_allocator_and_evaluates(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainers.trl_compete import RESULTS_FILE, TrlCompeteConfig, main, parse_args
+
+    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
+    cfg = parse_args(["--steps", "2", "--seeds", "1", "--batch-size", "4", "--group-size", "2"])
+    cfg = dataclasses.replace(cfg, eval_size=8, eval_k=2, out=str(tmp_path))
+    result = main(cfg)
+    runs = {r["allocator"]: r for r in result["runs"]}
+    assert set(runs) == {"uniform", "bamdp"}
+    # the same warm start and the same evaluation samples before training
+    assert runs["uniform"]["pass@1_before"] == runs["bamdp"]["pass@1_before"]
+    for r in runs.values():
+        assert 0.0 <= r["pass@1_after"] <= 1.0 and 0 <= r["gradient_rollouts"] <= 8
+    assert json.loads((tmp_path / RESULTS_FILE).read_text())["runs"] == result["runs"]
+    with pytest.raises(ValueError, match="allocators is empty"):
+        TrlCompeteConfig(allocators=" , ")

@@ -1,0 +1,675 @@
+"""adaroll allocators inside TRL: ``AllocatingGRPOTrainer``, a subclass of ``trl.GRPOTrainer``.
+
+One changed line turns a TRL GRPO script into an allocating one::
+
+    from trainers.trl import AllocatingGRPOTrainer as GRPOTrainer
+
+    trainer = GRPOTrainer(model=..., reward_funcs=..., args=GRPOConfig(...),
+                          train_dataset=..., allocator="bamdp")
+
+Budget semantics. Each generation batch keeps the prompts TRL drew and exactly the completions
+TRL would have generated (prompts × ``num_generations``); only how many each prompt gets changes,
+decided by the allocator in rounds (``round_size`` rollouts per round, after an optional
+``pilot`` per prompt), each round seeing the rewards of the ones before. TRL's batch shapes,
+gradient accumulation, ``steps_per_generation`` and ``num_iterations`` are unchanged. Advantages
+over the ragged groups come from :func:`trainers.grpo.group_advantages` with TRL's
+``scale_rewards`` meaning (and TRL's ``multi_objective_aggregation``); everything downstream,
+the loss included, is TRL's own. When the allocation is TRL's own layout (one round, every prompt
+``num_generations`` completions in TRL's order, as ``uniform`` gives), TRL's advantages are kept
+as they are: the same numbers (the tests check it) computed bit for bit as plain TRL does, so
+``allocator="uniform"`` reproduces ``trl.GRPOTrainer`` exactly.
+
+Beliefs. A per-prompt :class:`trainers.beliefs.BeliefStore` (prompts keyed by a hash of their
+text, evidence decaying by ``belief_decay`` per optimizer step) gives each batch its Beta priors;
+a completion whose reward (TRL's weighted sum over reward functions) reaches
+``success_threshold`` counts as a success. The store goes into every TRL checkpoint
+(``adaroll_allocation.json``) and comes back with ``train(resume_from_checkpoint=...)``.
+
+TRL methods replaced, and why (TRL >=1.16,<1.17, ``TRL_RANGE``; checked at import):
+
+- ``_generate_and_score_completions``: in training, runs the allocation rounds (each round
+  generates through TRL's own ``_generate`` and scores through TRL's own ``_calculate_rewards``),
+  then hands the resulting rows to TRL's method, which builds the batch, the old log-probs and
+  the logs as usual; afterwards it replaces TRL's advantages, which assume groups of
+  ``num_generations`` consecutive rows, by the ragged-group ones, and logs the allocation
+  metrics. Evaluation is TRL's own (uniform ``num_generations_eval``).
+- ``_generate`` and ``_calculate_rewards``: while TRL's method runs on the allocated rows, they
+  return what the rounds already generated and scored, so nothing is generated or scored twice.
+- ``_generate_single_turn``: passes TRL's vLLM server path the round's per-prompt ``n`` when every
+  prompt of the round got the same count (TRL's server code takes one ``n`` per call), and
+  ``n = 1`` per row otherwise; TRL's colocate and transformers paths already generate one
+  completion per row, so any split works there unchanged.
+- ``_save_checkpoint`` / ``_load_optimizer_and_scheduler``: write and read the belief store in the
+  checkpoint directory, as TRL itself does for its adaptive-entropy state.
+
+Metrics go through TRL's ``_metrics`` (so every ``report_to`` backend gets them), under
+``allocation/``: rollouts per prompt (min/mean/max), informative fraction (prompts with both a
+success and a failure), gradient-carrying rollouts (non-zero advantage), allocation seconds and
+their share of the generate-and-score time (``overhead``), and rounds.
+
+Multi-process (``accelerate launch``): the main process allocates for the whole generation batch
+and broadcasts each round's counts. TRL's sampler places a prompt's ``num_generations`` copies
+contiguously and splits the batch across processes by position, so one prompt's group can span
+processes; allocating each process's own prompts would need whole groups per process and would
+leave each process with a partial belief store, so checkpoints (written by the main process)
+would lose the others' beliefs. With the main process allocating, every process sees the same
+gathered rewards and keeps an identical belief store, the allocation does not depend on the
+number of processes, and it costs one gather of the batch's rows and one broadcast of a few
+integers per round. Each round's rollouts are split evenly over the processes, so
+``round_size`` (and ``pilot`` × prompts) must be a multiple of the number of processes.
+
+Not supported (a clear error at construction or on the first batch): TRL's ``tools``,
+``environment_factory``, ``rollout_func`` and image prompts, whose per-row state TRL builds
+before generation.
+
+>>> trainer = AllocatingGRPOTrainer(model=..., reward_funcs=..., args=...,
+...                                 train_dataset=..., allocator="bamdp")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+from numpy.typing import NDArray
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+#: the TRL releases this module was written against and tested with (the ``trl`` extra pins them)
+TRL_RANGE = ">=1.16,<1.17"
+
+#: file written into each TRL checkpoint directory
+STATE_FILE = "adaroll_allocation.json"
+
+#: allocation records kept in ``AllocatingGRPOTrainer.allocations`` (oldest dropped first)
+RECORDS_KEPT = 10_000
+
+
+def check_trl_version(version: str) -> None:
+    """Raise ``ImportError`` naming the supported range when ``version`` is outside it."""
+    try:
+        ok = SpecifierSet(TRL_RANGE).contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        ok = False
+    if not ok:
+        raise ImportError(
+            f"trainers.trl supports trl {TRL_RANGE}, but trl {version} is installed: "
+            f'install a supported release (pip install -e ".[trl]" or pip install "trl{TRL_RANGE}")'
+        )
+
+
+try:
+    import trl
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        'trainers.trl needs TRL: pip install -e ".[trl]" (it pins the supported trl releases)'
+    ) from exc
+
+check_trl_version(trl.__version__)
+
+import torch  # noqa: E402  (after the version check, which should fail fast)
+from accelerate.utils import broadcast_object_list, gather_object  # noqa: E402
+
+from adaroll_env import model as am  # noqa: E402
+from adaroll_env.errors import check_int  # noqa: E402
+from trainers.beliefs import BeliefStore  # noqa: E402
+from trainers.grpo import ScaleRewards, group_advantages  # noqa: E402
+from trainers.tasks import Task  # noqa: E402
+
+__all__ = [
+    "RECORDS_KEPT",
+    "STATE_FILE",
+    "TRL_RANGE",
+    "AllocatingGRPOTrainer",
+    "AllocationRecord",
+    "check_trl_version",
+    "prompt_key",
+    "task_dataset",
+    "task_reward",
+]
+
+
+_UNSUPPORTED = (
+    "AllocatingGRPOTrainer does not support TRL's {name} (TRL builds its per-row state before "
+    "generation, which the allocation rounds reorder): drop it, or use trl.GRPOTrainer for this run"
+)
+
+
+def prompt_key(prompt: Any) -> int:
+    """A stable 63-bit id of a prompt (text or conversation): the belief store's key."""
+    text = json.dumps(prompt, sort_keys=True, default=str, ensure_ascii=False)
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
+
+
+def task_dataset(task: Task, split: str = "train") -> Any:
+    """A TRL dataset (``datasets.Dataset``) of an adaroll task's split: ``prompt``, ``answer``,
+    ``level`` and ``example_id`` columns, one row per example, in the task's order."""
+    from datasets import Dataset
+
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    rows = task.train if split == "train" else task.test
+    return Dataset.from_dict(
+        {
+            "prompt": [e.prompt for e in rows],
+            "answer": [e.answer for e in rows],
+            "level": [e.level for e in rows],
+            "example_id": [e.id for e in rows],
+        }
+    )
+
+
+def task_reward(task: Task) -> Any:
+    """A TRL reward function that scores with the task's own verifier (rows of
+    :func:`task_dataset`, matched by their ``example_id`` column)."""
+    examples = {e.id: e for e in (*task.train, *task.test)}
+
+    def reward(
+        prompts: list[Any],
+        completions: list[Any],
+        completion_ids: list[list[int]],
+        example_id: list[int],
+        **kwargs: Any,
+    ) -> list[float]:
+        rows = [examples[int(i)] for i in example_id]
+        texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
+        return [float(r) for r in task.score(rows, texts, completion_ids).rewards]
+
+    reward.__name__ = f"{task.name}_reward"
+    return reward
+
+
+def _derive_seed(*parts: int) -> int:
+    """A 31-bit seed from integer parts (master seed, purpose, step)."""
+    return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1)[0])
+
+
+@dataclass
+class AllocationRecord:
+    """What one generation batch's allocation did (all processes together)."""
+
+    step: int  #: TRL's ``global_step`` when the batch was generated
+    counts: list[int]  #: rollouts each prompt got, in the batch's prompt order
+    successes: list[int]  #: of which successes (reward >= ``success_threshold``)
+    rounds: int  #: generation rounds, the pilot included
+    alloc_seconds: float  #: time inside the allocator (reset and allocate)
+    seconds: float  #: wall time of the whole generate-and-score call
+    #: time in this subclass's own code (gathering rows, allocating, grouping, beliefs,
+    #: advantages, metrics): the call's wall time less TRL's generate, score and batch building
+    own_seconds: float = 0.0
+    prompts: list[Any] = field(default_factory=list)  #: the batch's prompts, in order
+
+
+@dataclass
+class _Pending:
+    """What the rounds generated and scored, handed to TRL's own method."""
+
+    generated: tuple[Any, ...]
+    rewards_per_func: torch.Tensor  # [N, F], all processes, in TRL's gathered order
+    group_ids: NDArray[np.int64]  # [N], prompt index of each row, same order
+    trl_layout: bool  # one round, num_generations each, TRL's row order
+
+
+class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
+    """``trl.GRPOTrainer`` whose completions per prompt are set by an adaroll allocator.
+
+    Takes every argument of ``trl.GRPOTrainer`` plus (keyword only):
+
+    - ``allocator``: any spec ``agents.make_allocator`` takes (``"uniform"``, ``"bamdp"``,
+      ``"sb3:pretrained"``, ``"package.module:Class"``) or an allocator instance.
+    - ``allocator_kwargs``: keyword arguments for building it from a spec.
+    - ``utility``: the training utility the allocator maximises (``"informative"``, ...).
+    - ``round_size``: rollouts handed out per round, all processes together (default: one per
+      prompt of the generation batch for allocators that react to outcomes, rounded up to a
+      multiple of the processes; the whole budget in one round for those that do not).
+    - ``pilot``: rollouts every prompt gets before the allocator's first decision.
+    - ``max_group``: cap on one prompt's rollouts per generation batch (default: none).
+    - ``belief_decay``: per-optimizer-step forgetting of a prompt's past outcomes, in (0, 1].
+    - ``belief_prior``: prior of unseen prompts, ``"fixed"`` (Beta(1, 1)) or ``"fitted"``.
+    - ``success_threshold``: a completion whose reward reaches it counts as a success.
+
+    ``allocations`` keeps an :class:`AllocationRecord` per generation batch (the last
+    ``RECORDS_KEPT``); ``belief_store`` is the :class:`~trainers.beliefs.BeliefStore`.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        allocator: Any = "uniform",
+        allocator_kwargs: dict[str, Any] | None = None,
+        utility: str = "informative",
+        round_size: int | None = None,
+        pilot: int = 0,
+        max_group: int | None = None,
+        belief_decay: float = 0.95,
+        belief_prior: str = "fixed",
+        success_threshold: float = 0.5,
+        **kwargs: Any,
+    ) -> None:
+        self._pending: _Pending | None = None
+        self._round_n: int | None = None
+        pilot = check_int("pilot", pilot, 0)
+        if round_size is not None:
+            round_size = check_int("round_size", round_size, 1)
+        if max_group is not None:
+            max_group = check_int("max_group", max_group, 1)
+        if allocator_kwargs is not None and not isinstance(allocator_kwargs, dict):
+            raise TypeError(
+                f"allocator_kwargs must be a dict of keyword arguments, got "
+                f"{type(allocator_kwargs).__name__}"
+            )
+        if allocator_kwargs and not isinstance(allocator, str):
+            raise ValueError(
+                "allocator_kwargs are for building an allocator from a spec, but allocator is an "
+                f"instance ({type(allocator).__name__}): build it with those arguments yourself"
+            )
+        if not isinstance(allocator, str):
+            missing = [
+                m for m in ("reset", "allocate") if not callable(getattr(allocator, m, None))
+            ]
+            if missing:
+                raise TypeError(
+                    f"allocator {allocator!r} lacks {', '.join(missing)}: pass a spec such as "
+                    "'bamdp' or an object meeting agents' Allocator protocol"
+                )
+        for name in ("tools", "environment_factory", "rollout_func"):
+            if kwargs.get(name):
+                raise ValueError(_UNSUPPORTED.format(name=name))
+        self.belief_store = BeliefStore(decay=belief_decay, base=belief_prior)  # type: ignore[arg-type]
+        self.success_threshold = float(success_threshold)
+        self.allocations: deque[AllocationRecord] = deque(maxlen=RECORDS_KEPT)
+        super().__init__(*args, **kwargs)
+
+        for name, value in (
+            ("tools", self.tools),
+            ("environment_factory", self.environment_factories),
+            ("rollout_func", self.rollout_func),
+        ):
+            if value:
+                raise ValueError(_UNSUPPORTED.format(name=name))
+        G = int(self.num_generations or 0)
+        if G < 2:
+            raise ValueError(
+                f"num_generations must be >= 2, got {G}: it sets the budget (prompts × "
+                "num_generations completions per generation batch) and TRL's groups need two"
+            )
+        world = int(self.accelerator.num_processes)
+        targs: Any = self.args
+        batch = int(targs.generation_batch_size)
+        self.group_budget = G  # completions per prompt on average (TRL's num_generations)
+        self.num_prompts = batch // G  # prompts per generation batch, all processes
+        if round_size is not None and world > 1 and round_size % world:
+            raise ValueError(
+                f"round_size ({round_size}) must be a multiple of the number of processes "
+                f"({world}): each round's rollouts are split evenly over them"
+            )
+        if world > 1 and (pilot * self.num_prompts) % world:
+            raise ValueError(
+                f"pilot × prompts per generation batch ({pilot} × {self.num_prompts}) must be a "
+                f"multiple of the number of processes ({world}): change pilot or the batch size"
+            )
+        self.allocator_spec = allocator
+        self.utility = utility
+        self.pilot = pilot
+        self.max_group = max_group
+        self.round_size = round_size
+        # Build (and so validate) the allocator and the allocation settings now, not mid-run.
+        params = self._params(self.num_prompts, round_size or self.num_prompts)
+        if isinstance(allocator, str):
+            from agents import make_allocator
+
+            self.allocator = make_allocator(
+                allocator, params, seed=self.args.seed, **(allocator_kwargs or {})
+            )
+        else:
+            self.allocator = allocator
+            self.allocator.reset(params, seed=self.args.seed)
+        self.allocator_name = str(getattr(self.allocator, "name", type(self.allocator).__name__))
+        if round_size is None:
+            if getattr(self.allocator, "adaptive", True):
+                round_size = -(-self.num_prompts // world) * world
+            else:
+                round_size = batch  # outcome-blind: the same split in one round
+        self.rounds_size = min(round_size, batch)  # global rollouts per round
+
+    # --- the allocation -----------------------------------------------------------------------
+    def _params(
+        self, num_prompts: int, round_size: int, prior: tuple[Any, Any] = (1.0, 1.0)
+    ) -> am.AllocationParams:
+        try:
+            return am.AllocationParams(
+                num_questions=num_prompts,
+                budget=num_prompts * self.group_budget,
+                prior_alpha=prior[0],
+                prior_beta=prior[1],
+                pilot=self.pilot,
+                max_group=self.max_group,
+                mode="rounds",
+                round_size=round_size,
+                utility=self.utility,
+            )
+        except ValueError as exc:
+            raise ValueError(
+                f"AllocatingGRPOTrainer: {exc} (the budget is prompts per generation batch "
+                f"({num_prompts}) × num_generations ({self.group_budget}))"
+            ) from exc
+
+    def _checked_counts(
+        self, counts: Any, params: am.AllocationParams, state: am.AllocationState
+    ) -> NDArray[np.int64]:
+        """The allocator's counts, or ValueError naming the allocator and the rule broken."""
+        want = am.next_round_size(params, state)
+        rule = (
+            f"each round's counts are {params.num_questions} non-negative integers (one per "
+            f"prompt) summing to min(round_size, budget left) = {want}, none past max_group"
+        )
+        c = np.asarray(counts)
+        problem = None
+        if c.shape != (params.num_questions,):
+            problem = f"has shape {c.shape}"
+        elif c.dtype.kind not in "iu":
+            problem = f"has dtype {c.dtype}, not integers"
+        elif np.any(c < 0):
+            problem = "has negative counts"
+        elif int(c.sum()) != want:
+            problem = f"hands out {int(c.sum())} rollouts, not {want}"
+        elif np.any(c > am.capacity(params, state)):
+            i = int(np.flatnonzero(c > am.capacity(params, state))[0])
+            problem = f"gives prompt {i} more than its cap (max_group={params.max_group}) allows"
+        if problem is not None:
+            raise ValueError(
+                f"allocator {self.allocator_name!r} returned an invalid allocation "
+                f"{c.tolist()}: it {problem}; the rule: {rule}"
+            )
+        return c.astype(np.int64)
+
+    def _generate_rounds(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Run the allocation rounds of one generation batch; returns this process's rows and
+        leaves what was generated and scored in ``self._pending``."""
+        start = time.perf_counter()
+        acc = self.accelerator
+        world, rank = int(acc.num_processes), int(acc.process_index)
+        G = self.group_budget
+        rows = gather_object(list(inputs)) if world > 1 else list(inputs)
+        if any(("image" in r or "images" in r) for r in rows[:1]):
+            raise ValueError(
+                "AllocatingGRPOTrainer does not support image prompts (TRL prepares them before "
+                "generation, per row): drop the image columns or use trl.GRPOTrainer"
+            )
+        U = len(rows) // G
+        firsts = [rows[j * G] for j in range(U)]
+        for j in range(U):
+            if any(rows[j * G + k]["prompt"] != firsts[j]["prompt"] for k in range(G)):
+                raise RuntimeError(
+                    "TRL's generation batch is not made of num_generations consecutive copies of "
+                    "each prompt (RepeatSampler's layout), which this trainer relies on"
+                )
+        prompts = [r["prompt"] for r in firsts]
+        ids = [prompt_key(p) for p in prompts]
+        step = int(self.state.global_step)
+        alpha, beta = self.belief_store.prior(ids, step)
+        params = self._params(U, self.rounds_size, (tuple(alpha.tolist()), tuple(beta.tolist())))
+        state = am.initial_state(params)
+        alloc_seconds = 0.0
+        if acc.is_main_process:
+            t = time.perf_counter()
+            self.allocator.reset(params, seed=_derive_seed(self.args.seed, 2, step))
+            alloc_seconds += time.perf_counter() - t
+        gen_parts: list[tuple[Any, ...]] = []
+        reward_parts: list[torch.Tensor] = []  # per round: [n_round, F], gathered (rank order)
+        order_parts: list[NDArray[np.int64]] = []
+        local_rows: list[dict[str, Any]] = []
+        rounds = 0
+        trl_seconds = 0.0  # inside TRL's generate and reward calls
+        while not am.is_done(params, state):
+            if rounds == 0 and params.pilot > 0:
+                counts = np.full(U, params.pilot, dtype=np.int64)
+            else:
+                message: list[Any] = [None, None]
+                if acc.is_main_process:
+                    t = time.perf_counter()
+                    try:
+                        raw = self.allocator.allocate(am.observe(params, state))
+                        alloc_seconds += time.perf_counter() - t
+                        message = [self._checked_counts(raw, params, state), None]
+                    except Exception as exc:  # sent to every process, then raised everywhere
+                        message = [None, exc]
+                if world > 1:
+                    broadcast_object_list(message, from_process=0)
+                if message[1] is not None:
+                    raise message[1]
+                counts = np.asarray(message[0], dtype=np.int64)
+            order = np.repeat(np.arange(U, dtype=np.int64), counts)  # [n_round] prompt index
+            share = order.size // world
+            assert share * world == order.size, "round sizes are multiples of the processes"
+            mine = order[rank * share : (rank + 1) * share]
+            round_rows = [dict(firsts[q]) for q in mine]
+            round_prompts = [r["prompt"] for r in round_rows]
+            nonzero = counts[counts > 0]
+            self._round_n = int(nonzero[0]) if np.all(nonzero == nonzero[0]) else 1
+            try:
+                t = time.perf_counter()
+                out = super()._generate(round_prompts)
+            finally:
+                self._round_n = None
+            rewards = self._calculate_rewards(round_rows, round_prompts, out[3], out[1])
+            trl_seconds += time.perf_counter() - t
+            total = (rewards * self.reward_weights.to(rewards.device).unsqueeze(0)).nansum(dim=1)
+            total[torch.isnan(rewards).all(dim=1)] = torch.nan
+            good = (total >= self.success_threshold).cpu().numpy()  # NaN counts as a failure
+            successes = np.bincount(order, weights=good, minlength=U).astype(np.int64)
+            state = am.apply_counts(params, state, counts, successes)
+            gen_parts.append(out)
+            reward_parts.append(rewards)
+            order_parts.append(order)
+            local_rows.extend(round_rows)
+            rounds += 1
+        self.belief_store.update(ids, state.successes, state.failures, step)
+
+        # TRL's gathered order: process 0's rows (its share of each round), then process 1's, ...
+        def by_rank(parts: list[Any], cat: Any) -> Any:
+            pieces = []
+            for p in range(world):
+                for part in parts:
+                    share = len(part) // world
+                    pieces.append(part[p * share : (p + 1) * share])
+            return cat(pieces)
+
+        rewards_per_func = by_rank(reward_parts, lambda xs: torch.cat(xs, dim=0))
+        group_ids = by_rank(order_parts, np.concatenate)
+        counts_total = np.asarray(state.rollouts, dtype=np.int64)
+        trl_layout = rounds == 1 and bool(np.all(counts_total == G))
+        self._pending = _Pending(
+            generated=_merge_generated(gen_parts),
+            rewards_per_func=rewards_per_func,
+            group_ids=group_ids,
+            trl_layout=trl_layout,
+        )
+        s = np.asarray(state.successes)
+        f = np.asarray(state.failures)
+        metrics = self._metrics["train"]
+        metrics["allocation/rollouts_per_prompt_min"].append(float(counts_total.min()))
+        metrics["allocation/rollouts_per_prompt_mean"].append(float(counts_total.mean()))
+        metrics["allocation/rollouts_per_prompt_max"].append(float(counts_total.max()))
+        metrics["allocation/informative_frac"].append(float(np.mean((s > 0) & (f > 0))))
+        metrics["allocation/rounds"].append(float(rounds))
+        metrics["allocation/seconds"].append(alloc_seconds)
+        self.allocations.append(
+            AllocationRecord(
+                step=step,
+                counts=counts_total.tolist(),
+                successes=s.astype(int).tolist(),
+                rounds=rounds,
+                alloc_seconds=alloc_seconds,
+                seconds=time.perf_counter() - start,  # updated when the batch is complete
+                own_seconds=time.perf_counter() - start - trl_seconds,
+                prompts=prompts,
+            )
+        )
+        return local_rows
+
+    def _ragged_advantages(self, rewards_per_func: torch.Tensor, group_ids: Any) -> torch.Tensor:
+        """TRL's advantages with its ``scale_rewards`` and ``multi_objective_aggregation``, over
+        the ragged groups ``group_ids``; completions no reward function scored get 0."""
+        weights = self.reward_weights.to(rewards_per_func.device)  # [F]
+        unscorable = torch.isnan(rewards_per_func).all(dim=1)  # [N]
+        g = np.asarray(group_ids)
+        if self.multi_objective_aggregation == "normalize_then_sum":
+            normed = torch.zeros_like(rewards_per_func)  # [N, F]
+            for k in range(rewards_per_func.shape[1]):
+                col = rewards_per_func[:, k]
+                ok = ~torch.isnan(col)
+                if ok.any():
+                    sel = ok.cpu().numpy()
+                    normed[ok, k] = group_advantages(col[ok], g[sel], scale="group")
+            rewards = (normed * weights.unsqueeze(0)).sum(dim=1)  # [N]
+            groups = np.zeros_like(g)  # one batch-wide normalisation afterwards
+            scale: ScaleRewards = "batch"
+        else:
+            rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)  # [N]
+            groups = g
+            scale = cast(ScaleRewards, self.scale_rewards)
+        adv = torch.zeros_like(rewards)  # [N]
+        ok = ~unscorable
+        if ok.any():
+            sel = ok.cpu().numpy()
+            adv[ok] = group_advantages(rewards[ok], groups[sel], scale=scale)
+        return adv
+
+    # --- TRL hooks ----------------------------------------------------------------------------
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        model: Any = self.model
+        if not model.training:
+            return super()._generate_and_score_completions(inputs)  # type: ignore[no-any-return]
+        start = time.perf_counter()
+        rows = self._generate_rounds(inputs)
+        pending = self._pending
+        assert pending is not None
+        t = time.perf_counter()
+        try:
+            output = super()._generate_and_score_completions(rows)
+        finally:
+            self._pending = None
+        trl_seconds = time.perf_counter() - t
+        metrics = self._metrics["train"]
+        if pending.trl_layout:
+            adv_all = torch.as_tensor(list(self._logs["advantages"])[-len(pending.group_ids) :])
+        else:
+            adv_all = self._ragged_advantages(pending.rewards_per_func, pending.group_ids)
+            n_local = len(rows)
+            rank = int(self.accelerator.process_index)
+            local = adv_all[rank * n_local : (rank + 1) * n_local]
+            output["advantages"] = local.to(output["advantages"].device, torch.float32)
+            logged: Any = self._logs["advantages"]
+            for _ in range(min(len(adv_all), len(logged))):
+                logged.pop()
+            logged.extend(adv_all.tolist())
+            metrics["frac_reward_zero_std"][-1] = _zero_std_fraction(
+                pending.rewards_per_func, self.reward_weights, pending.group_ids
+            )
+        seconds = time.perf_counter() - start
+        record = self.allocations[-1]
+        record.seconds = seconds
+        record.own_seconds += seconds - (t - start) - trl_seconds  # after TRL's method too
+        metrics["allocation/gradient_rollouts"].append(float((adv_all != 0).sum().item()))
+        metrics["allocation/overhead"].append(record.alloc_seconds / max(seconds, 1e-12))
+        return output  # type: ignore[no-any-return]
+
+    def _generate(self, prompts: list[Any]) -> tuple[Any, ...]:
+        pending = self._pending
+        if pending is None:
+            return super()._generate(prompts)  # type: ignore[no-any-return]
+        assert len(pending.generated[1]) == len(prompts)
+        return pending.generated
+
+    def _calculate_rewards(
+        self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any
+    ) -> torch.Tensor:
+        pending = self._pending
+        if pending is None:
+            return super()._calculate_rewards(  # type: ignore[no-any-return]
+                inputs, prompts, completions, completion_ids_list
+            )
+        return pending.rewards_per_func
+
+    def _generate_single_turn(
+        self,
+        prompt_ids: Any,
+        images: Any,
+        multimodal_fields: Any,
+        num_generations: int,
+        has_tool_images: bool = False,
+    ) -> tuple[Any, Any]:
+        if self._round_n is not None:
+            num_generations = self._round_n  # the rows repeat each prompt this many times
+        return super()._generate_single_turn(  # type: ignore[no-any-return]
+            prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+        )
+
+    # --- checkpoints --------------------------------------------------------------------------
+    def allocation_state(self) -> dict[str, Any]:
+        """What goes into checkpoints: the belief store and the allocator's name."""
+        return {"allocator": self.allocator_name, "beliefs": self.belief_store.state_dict()}
+
+    def load_allocation_state(self, state: dict[str, Any]) -> None:
+        """Restore what ``allocation_state`` returned."""
+        self.belief_store.load_state_dict(state["beliefs"])
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        super()._save_checkpoint(model, trial)
+        if self.args.should_save:
+            from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+            folder = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            path = os.path.join(self._get_output_dir(trial=trial), folder, STATE_FILE)
+            with open(path, "w") as fh:
+                json.dump(self.allocation_state(), fh)
+
+    def _load_optimizer_and_scheduler(self, checkpoint: Any) -> None:
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is not None:
+            path = os.path.join(checkpoint, STATE_FILE)
+            if os.path.exists(path):
+                with open(path) as fh:
+                    self.load_allocation_state(json.load(fh))
+
+
+def _merge_generated(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """Concatenate per-round outputs of TRL's ``_generate`` (lists joined, ``None`` kept)."""
+    merged: list[Any] = []
+    for values in zip(*parts, strict=True):
+        if all(v is None for v in values):
+            merged.append(None)
+        elif all(isinstance(v, dict) for v in values):
+            if any(values):
+                raise RuntimeError("TRL's _generate returned extra fields (rollout_func only)")
+            merged.append({})
+        elif all(isinstance(v, list) for v in values):
+            merged.append([x for v in values for x in v])
+        else:
+            raise RuntimeError(
+                f"cannot join TRL's per-round outputs of types {set(map(type, values))}"
+            )
+    return tuple(merged)
+
+
+def _zero_std_fraction(
+    rewards_per_func: torch.Tensor, weights: torch.Tensor, group_ids: Any
+) -> float:
+    """TRL's ``frac_reward_zero_std`` over ragged groups: share of completions whose group's
+    rewards do not vary (a group of one included)."""
+    total = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
+    r = total.detach().cpu().numpy()
+    g = np.asarray(group_ids)
+    flat = 0
+    for q in np.unique(g):
+        vals = r[g == q]
+        if vals.size < 2 or np.ptp(vals) == 0:
+            flat += vals.size
+    return flat / max(r.size, 1)
