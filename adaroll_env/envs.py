@@ -256,7 +256,7 @@ def render_table(
 ) -> str:
     """A plain-text table of each question's belief and allocation."""
     a, b = model.posterior(params, state)
-    mean = a / (a + b)
+    mean = model.posterior_mean(a, b)
     std = np.sqrt(model.posterior_variance(params, state))
     n = state.rollouts
     header = f"{'q':>4} {'alpha':>8} {'beta':>8} {'mean':>6} {'std':>6} {'s/n':>9} {'last':>5}"

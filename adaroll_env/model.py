@@ -8,6 +8,10 @@ over their pass rate; ``N`` rollouts are handed out (``pilot`` to every question
 decisions of one rollout or one round of ``R``); the episode's value is the training utility
 ``sum_i u(s_i, f_i)`` of the final counts. States are immutable: every transition returns a new
 state whose arrays are read-only.
+
+Kept as one module of about 500 lines on purpose: the model is written once (params, state,
+posterior arithmetic, transitions, observation), so that every env, solver and allocator reads
+it from one place; the pure rounds encoding lives in ``adaroll_env.actions``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import ArrayLike, NDArray
 
+from adaroll_env.actions import encode_counts as encode_counts  # re-exported
+from adaroll_env.actions import split_round as split_round
+from adaroll_env.errors import check_int
 from adaroll_env.utilities import get_utility
 
 Mode = Literal["sequential", "rounds"]
@@ -30,14 +37,6 @@ MODES: tuple[str, ...] = ("sequential", "rounds")
 PRIOR_MAX = 1e6
 
 OBS_KEYS: tuple[str, ...] = ("alpha", "beta", "successes", "rollouts", "budget_left", "mean", "std")
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def _normalise_prior(name: str, value: Any, num_questions: int) -> float | tuple[float, ...]:
@@ -104,11 +103,11 @@ class AllocationParams:
     utility: str = "informative"
 
     def __post_init__(self) -> None:
-        B = _check_int("num_questions", self.num_questions, 1)
-        budget = 8 * B if self.budget is None else _check_int("budget", self.budget, 1)
-        pilot = _check_int("pilot", self.pilot, 0)
-        cap = None if self.max_group is None else _check_int("max_group", self.max_group, 1)
-        R = _check_int("round_size", self.round_size, 1)
+        B = check_int("num_questions", self.num_questions, 1)
+        budget = 8 * B if self.budget is None else check_int("budget", self.budget, 1)
+        pilot = check_int("pilot", self.pilot, 0)
+        cap = None if self.max_group is None else check_int("max_group", self.max_group, 1)
+        R = check_int("round_size", self.round_size, 1)
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.mode == "sequential" and R != 1:
@@ -285,16 +284,25 @@ def posterior(
     return a0 + state.successes, b0 + state.failures
 
 
-def success_probability(alpha: Any, beta: Any, s: Any, f: Any) -> Any:
-    """Posterior-predictive probability that the next rollout succeeds, (α + s)/(α + β + s + f),
-    for prior (α, β) and counts (s, f); floats or numpy arrays (broadcast)."""
-    return (alpha + s) / (alpha + beta + s + f)
+def posterior_mean(alpha: Any, beta: Any, successes: Any = 0, failures: Any = 0) -> Any:
+    """Posterior mean of a pass rate, (α + s) / (α + β + s + f), for prior Beta(α, β) and counts
+    (s, f); floats or numpy arrays (broadcast).
+
+    The one definition of the empty case: with no data (s = f = 0, the defaults) the posterior
+    mean is the prior mean α / (α + β), never 0 or NaN. It is also the posterior-predictive
+    probability that the next rollout succeeds.
+    """
+    return (alpha + successes) / (alpha + beta + successes + failures)
 
 
-def predictive(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:
-    """Posterior-predictive probability that the next rollout of each question succeeds."""
-    a0, b0 = prior_arrays(params)
-    return np.asarray(success_probability(a0, b0, state.successes, state.failures))
+#: The posterior-predictive success probability is the posterior mean (kept as a second name).
+success_probability = posterior_mean
+
+
+def failure_probability(alpha: Any, beta: Any, successes: Any = 0, failures: Any = 0) -> Any:
+    """Posterior-predictive probability that the next rollout fails, (β + f) / (α + β + s + f),
+    i.e. 1 − ``posterior_mean`` (computed without the cancellation); same empty case."""
+    return (beta + failures) / (alpha + beta + successes + failures)
 
 
 def beta_learnability(alpha: Any, beta: Any) -> Any:
@@ -304,10 +312,62 @@ def beta_learnability(alpha: Any, beta: Any) -> Any:
     return alpha * beta / (t * (t + 1.0))
 
 
+def expected_posterior_variance(alpha: Any, beta: Any, more: Any = 0) -> Any:
+    """Expected variance of the pass rate's posterior after ``more`` = m further rollouts, for the
+    current Beta(α, β) (posterior parameters): E[p(1 − p)] / (α + β + m).
+
+    With m = 0 it is the variance of Beta(α, β) itself; the (m+1)-th rollout removes
+    E[p(1 − p)] / ((α + β + m)(α + β + m + 1)) of it. Floats or numpy arrays (broadcast).
+    """
+    return beta_learnability(alpha, beta) / (alpha + beta + more)
+
+
+def variance_reduction(alpha: Any, beta: Any, more: Any = 0) -> Any:
+    """Expected posterior variance removed by the (m+1)-th further rollout, ``more`` = m:
+    E[p(1 − p)] / ((t + m)(t + m + 1)), t = α + β — the step
+    ``expected_posterior_variance(α, β, m) − expected_posterior_variance(α, β, m + 1)``."""
+    t = alpha + beta
+    return beta_learnability(alpha, beta) / ((t + more) * (t + more + 1.0))
+
+
+#: Relative tolerance of ``prior_matches``: eight half-ulps of float32, the precision in which an
+#: observation carries alpha = prior + successes (and beta = prior + failures).
+PRIOR_RTOL = 2.0**-21
+
+
+def prior_matches(
+    alpha: Any,
+    beta: Any,
+    observed_alpha: Any,
+    observed_beta: Any,
+    successes: Any = 0,
+    failures: Any = 0,
+) -> Any:
+    """Whether an observed prior equals a given prior, elementwise (bool or bool array).
+
+    The one answer to "is the prior in this observation the params' prior?": an observation
+    holds alpha = α + s in float32, so the prior read back from it (alpha − s) is exact only to
+    within half an ulp of α + s. Two priors match when they differ by at most ``PRIOR_RTOL``
+    times (prior + counts) in each parameter; with no counts (the defaults) it compares two
+    float64 priors to the same relative tolerance.
+    """
+    ta = PRIOR_RTOL * (np.maximum(alpha, observed_alpha) + successes)
+    tb = PRIOR_RTOL * (np.maximum(beta, observed_beta) + failures)
+    return (np.abs(np.subtract(observed_alpha, alpha)) <= ta) & (
+        np.abs(np.subtract(observed_beta, beta)) <= tb
+    )
+
+
+def predictive(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:
+    """Posterior-predictive probability that the next rollout of each question succeeds."""
+    a0, b0 = prior_arrays(params)
+    return np.asarray(posterior_mean(a0, b0, state.successes, state.failures))
+
+
 def posterior_variance(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:
     """Variance of each question's posterior Beta, E[p(1 − p)] / (α + β)."""
     a, b = posterior(params, state)
-    return np.asarray(beta_learnability(a, b) / (a + b))
+    return np.asarray(expected_posterior_variance(a, b))
 
 
 def question_utilities(params: AllocationParams, state: AllocationState) -> NDArray[np.float64]:
@@ -409,7 +469,7 @@ def observe(
     a = a0 + s
     b = b0 + state.failures.astype(np.float32)
     t = a + b
-    mean = a / t
+    mean = posterior_mean(a, b)
     obs = {
         "alpha": a,
         "beta": b,
@@ -422,69 +482,6 @@ def observe(
     if true_p is not None:
         obs["true_p"] = np.asarray(true_p, dtype=np.float32).copy()
     return obs
-
-
-def split_round(weights: ArrayLike, total: int, capacity: ArrayLike) -> NDArray[np.int64]:
-    """Split ``total`` rollouts in proportion to ``weights`` by largest remainder.
-
-    Ties go to the lower index. Caps are respected: what a capped question cannot take goes to
-    the questions with the next-largest weights. When no question under its cap has a positive
-    weight, the round is split evenly among the questions under their cap. The result sums to
-    ``total`` whenever the capacities allow it (a ValueError otherwise).
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    cap = np.asarray(capacity, dtype=np.int64)
-    total = int(total)
-    if total < 0:
-        raise ValueError(f"round size must be >= 0, got {total}")
-    if int(np.maximum(cap, 0).sum()) < total:
-        raise ValueError(
-            f"round of {total} rollouts does not fit the remaining capacity {int(cap.sum())}"
-        )
-    counts = np.zeros(w.shape[0], dtype=np.int64)
-    if total == 0:
-        return counts
-    open_ = cap > 0
-    w = np.where(open_, np.maximum(w, 0.0), 0.0)
-    wsum = float(w.sum())
-    if wsum <= 0.0:
-        w = open_.astype(np.float64)
-        wsum = float(w.sum())
-    quota = total * (w / wsum)
-    counts = np.floor(quota).astype(np.int64)
-    short = total - int(counts.sum())
-    if short > 0:
-        frac = quota - counts
-        # Stable sort on -frac: equal fractions keep ascending index order.
-        order = np.argsort(-frac, kind="stable")
-        counts[order[:short]] += 1
-    over = np.maximum(counts - cap, 0)
-    if over.any():
-        counts -= over
-        spill = int(over.sum())
-        for i in np.argsort(-w, kind="stable"):
-            room = int(cap[i] - counts[i])
-            if room > 0:
-                give = min(room, spill)
-                counts[i] += give
-                spill -= give
-                if spill == 0:
-                    break
-    return counts
-
-
-def encode_counts(counts: ArrayLike) -> NDArray[np.float32]:
-    """The rounds-env action that decodes to exactly ``counts`` (for a round of Σ counts).
-
-    Weights proportional to the counts, mapped to [-1, 1] by a = 2·w − 1 with w = counts / max.
-    """
-    c = np.asarray(counts, dtype=np.float64)
-    if c.ndim != 1 or np.any(c < 0) or np.any(c != np.floor(c)):
-        raise ValueError(f"counts must be a 1-D array of non-negative integers, got {counts!r}")
-    top = float(c.max()) if c.size else 0.0
-    if top <= 0:
-        return np.full(c.shape, -1.0, dtype=np.float32)
-    return np.asarray(2.0 * (c / top) - 1.0, dtype=np.float32)
 
 
 def decode_action(

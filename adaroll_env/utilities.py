@@ -213,12 +213,22 @@ def get_utility(name: str) -> UtilityFn:
         ) from None
 
 
+def log_binomial(m: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
+    """log C(m, k) = ln Γ(m+1) − ln Γ(k+1) − ln Γ(m−k+1), elementwise (numpy broadcast).
+
+    The one log binomial coefficient of adaroll (Beta-binomial and binomial outcome tables call
+    it). Defined for 0 <= k <= m; callers mask the entries with k > m themselves.
+    """
+    m = np.asarray(m, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    return np.asarray(gammaln(m + 1.0) - gammaln(k + 1.0) - gammaln(m - k + 1.0))
+
+
 def beta_binomial_logpmf(k: ArrayLike, m: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray:
     """Log-probability of k successes in m draws from Beta-binomial(m, a, b), in log space."""
     k, m = np.asarray(k, dtype=np.float64), np.asarray(m, dtype=np.float64)
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    log_choose = gammaln(m + 1.0) - gammaln(k + 1.0) - gammaln(m - k + 1.0)
-    return np.asarray(log_choose + betaln(a + k, b + m - k) - betaln(a, b))
+    return np.asarray(log_binomial(m, k) + betaln(a + k, b + m - k) - betaln(a, b))
 
 
 def expected_utility(

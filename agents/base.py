@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from adaroll_env.model import AllocationParams, encode_counts
+from adaroll_env.model import AllocationParams, encode_counts, posterior_mean
 
 Obs = dict[str, NDArray[Any]]
 
@@ -68,8 +68,8 @@ class Beliefs:
 
     @property
     def mean(self) -> NDArray[np.float64]:
-        """Posterior mean of each pass rate."""
-        return self.alpha / (self.alpha + self.beta)
+        """Posterior mean of each pass rate (``adaroll_env.model.posterior_mean``)."""
+        return np.asarray(posterior_mean(self.alpha, self.beta), dtype=np.float64)
 
     @property
     def prior_alpha(self) -> NDArray[np.float64]:

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import gammaln
 
 from adaroll_env.model import split_round
-from adaroll_env.utilities import UtilityFn, expected_utility, get_utility
+from adaroll_env.utilities import UtilityFn, expected_utility, get_utility, log_binomial
 from agents.base import Beliefs
 
 
@@ -42,7 +41,7 @@ def binomial_values(
     k = np.arange(K + 1)[None, :, None]  # [1, K+1, 1]
     x = np.arange(K + 1)[None, None, :]  # [1, 1, K+1]
     valid = x <= k  # [1, K+1, K+1]
-    log_choose = gammaln(k + 1.0) - gammaln(x + 1.0) - gammaln(np.maximum(k - x, 0) + 1.0)
+    log_choose = log_binomial(k, np.minimum(x, k))  # [1, K+1, K+1]; masked where x > k
     with np.errstate(divide="ignore", invalid="ignore"):
         logp = np.where(x > 0, x * np.log(p), 0.0) + np.where(
             k - x > 0, (k - x) * np.log1p(-p), 0.0

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
+import json
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 
-from adaroll_env.errors import import_object, unknown_name
+from adaroll_env.errors import closest, import_object, unknown_name
 from adaroll_env.model import AllocationParams
 from agents.base import Allocator
 
@@ -49,6 +53,21 @@ def list_allocators() -> list[str]:
     return sorted(set(_REGISTRY) | set(_entry_points()))
 
 
+def known_allocators() -> list[str]:
+    """Every spec a user can name without a path: ``list_allocators()`` and ``sb3:pretrained``
+    (the shipped learned allocator; needs the ``sb3`` extra)."""
+    return [*list_allocators(), "sb3:pretrained"]
+
+
+def _add_working_directory() -> None:
+    """Let ``module:Class`` specs import modules of the working directory, as ``python -m``
+    does, also under the ``adaroll`` console script (whose ``sys.path`` lacks the directory).
+    Appended, so an installed package of the same name still wins."""
+    cwd = os.getcwd()
+    if not any(p in ("", ".", cwd) for p in sys.path):
+        sys.path.append(cwd)
+
+
 def _factory(spec: str) -> Callable[..., Any]:
     if spec.startswith("sb3:"):
         # Lazy: torch and SB3 load only when a learned allocator is asked for.
@@ -61,6 +80,7 @@ def _factory(spec: str) -> Callable[..., Any]:
         found = _REGISTRY[spec]
         return import_object(found, "allocator") if isinstance(found, str) else found
     if ":" in spec:
+        _add_working_directory()
         return import_object(spec, "allocator")  # type: ignore[no-any-return]
     eps = _entry_points()
     if spec in eps:
@@ -68,7 +88,7 @@ def _factory(spec: str) -> Callable[..., Any]:
     raise unknown_name(
         "allocator",
         spec,
-        list_allocators(),
+        known_allocators(),
         "Or give your own as 'package.module:Class' or register it with register_allocator().",
     )
 
@@ -79,6 +99,91 @@ def is_adaptive(spec: str) -> bool:
     if spec.strip().startswith("sb3:"):
         return True
     return bool(getattr(_factory(spec.strip()), "adaptive", True))
+
+
+def allocator_parameters(spec: str) -> list[str] | None:
+    """The keyword arguments allocator ``spec``'s constructor takes (None: any keyword)."""
+    factory = _factory(spec.strip())
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):  # builtins and C callables: nothing to check against
+        return None
+    names = []
+    for p in sig.parameters.values():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            return None
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            names.append(p.name)
+    return names
+
+
+def check_allocator_kwargs(spec: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Return ``kwargs`` if allocator ``spec``'s constructor takes every one of them.
+
+    An unknown keyword raises ``ValueError`` naming the allocator's real parameters and the
+    closest one (the constructor's own ``TypeError`` would only name the keyword).
+    """
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise ValueError(
+            f"allocator keyword arguments must be an object of name: value pairs, got {kwargs!r}"
+        )
+    known = allocator_parameters(spec)
+    if known is None:
+        return kwargs
+    for key in kwargs:
+        if key not in known:
+            guess = closest(key, known)
+            hint = f" Did you mean {guess!r}?" if guess else ""
+            listed = ", ".join(known) if known else "none"
+            raise ValueError(
+                f"allocator {spec!r} has no parameter {key!r}.{hint} Its parameters: {listed}."
+            )
+    return kwargs
+
+
+def parse_allocator_kwargs(spec: str, text: str) -> dict[str, Any]:
+    """Parse ``--allocator-kwargs`` (a JSON object, ``""`` or ``"{}"`` for none) for allocator
+    ``spec`` and check every keyword against its constructor (``check_allocator_kwargs``)."""
+    kwargs = _json_object(text, "--allocator-kwargs", "'{\"max_horizon\": 8}'")
+    return check_allocator_kwargs(spec, kwargs)
+
+
+def _json_object(text: str, what: str, example: str) -> dict[str, Any]:
+    if not str(text).strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{what} {text!r} is not valid JSON ({exc}): write e.g. {example}"
+        ) from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} {text!r} must be a JSON object, e.g. {example}")
+    return value
+
+
+def parse_allocator_kwargs_by_spec(specs: list[str], text: str) -> dict[str, dict[str, Any]]:
+    """Parse ``adaroll bench --allocator-kwargs``: a JSON object from allocator spec to its
+    keyword arguments, e.g. ``{"thompson": {"max_horizon": 8}}``; every spec must be one of
+    ``specs`` and every keyword a parameter of its constructor."""
+    example = '\'{"thompson": {"max_horizon": 8}}\''
+    by_spec = _json_object(text, "--allocator-kwargs", example)
+    out = {}
+    for spec, kwargs in by_spec.items():
+        if spec not in specs:
+            guess = closest(spec, specs)
+            hint = f" Did you mean {guess!r}?" if guess else ""
+            raise ValueError(
+                f"--allocator-kwargs names allocator {spec!r}, which is not in --allocators "
+                f"({', '.join(specs)}).{hint} Its keys are allocator specs, e.g. {example}"
+            )
+        if not isinstance(kwargs, dict):
+            raise ValueError(
+                f"--allocator-kwargs for {spec!r} must be a JSON object of keyword arguments, "
+                f"got {kwargs!r}: write e.g. {example}"
+            )
+        out[spec] = check_allocator_kwargs(spec, kwargs)
+    return out
 
 
 def check_protocol(obj: Any, spec: str) -> None:
@@ -128,6 +233,10 @@ def make_allocator(
     factory = _factory(spec)
     if not callable(factory):
         raise TypeError(f"allocator spec {spec!r} resolves to {factory!r}, which is not callable")
+    try:
+        check_allocator_kwargs(spec, kwargs)
+    except ValueError as exc:  # TypeError, as calling the constructor would raise
+        raise TypeError(f"cannot build allocator {spec!r} with {kwargs}: {exc}") from None
     try:
         obj = factory(**kwargs)
     except TypeError as exc:

@@ -6,14 +6,8 @@ B=512), decision costs, and priors from history (a table per prior vs interpolat
 
 from __future__ import annotations
 
-import argparse
-
-from agents.bamdp.report import BamdpBenchConfig, main
-from trainers.cli import add_dataclass_arguments
+from adaroll_env.arguments import parse_config
+from agents.benchmarks.bamdp import BamdpBenchConfig, main
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    add_dataclass_arguments(parser, BamdpBenchConfig)
-    main(BamdpBenchConfig(**vars(parser.parse_args())))
+    main(parse_config(BamdpBenchConfig, __doc__ or ""))

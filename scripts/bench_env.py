@@ -6,15 +6,8 @@ beside CartPole-v1 measured in the same run.
 
 from __future__ import annotations
 
-import argparse
-
-from adaroll_env.throughput import EnvBenchConfig, main
-from trainers.cli import add_dataclass_arguments
+from adaroll_env.arguments import parse_config
+from adaroll_env.benchmarks.throughput import EnvBenchConfig, main
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    add_dataclass_arguments(parser, EnvBenchConfig)
-    args = parser.parse_args()
-    main(EnvBenchConfig(**vars(args)))
+    main(parse_config(EnvBenchConfig, __doc__ or ""))

@@ -1,95 +1,12 @@
-"""Reproduce the shipped ``sb3:pretrained`` allocator.
+"""Reproduce the shipped ``sb3:pretrained`` allocator (the logic is ``agents.sb3.reproduce``).
 
-PPO with the equivariant policy on ``AdaRoll/BetaBernoulliRounds-v0`` (rlvr difficulty with the
-matched belief, B = 16, G = 8, rounds of R = 16, informative utility), hyperparameters from
-``agents/sb3/hyperparams/ppo.yml``, stopped after ``time_limit_s`` of wall time (10 minutes on
-the 2-core reference machine). The final and the best-evaluated model are compared on
-``select_episodes`` paired episodes (seeds disjoint from the benchmark's) and the better one is
-copied to ``agents/sb3/pretrained/rounds_rlvr_b16.zip``.
-
-    PYTHONPATH=. .venv/bin/python scripts/train_pretrained.py [--time-limit-s 600] [--seed 0]
+python scripts/train_pretrained.py [--time-limit-s 600] [--seed 0]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import shutil
-from dataclasses import dataclass
-from pathlib import Path
-
-import gymnasium as gym
-import numpy as np
-
-import adaroll_env
-from agents.benchmark import run_episodes
-from agents.sb3 import PRETRAINED
-from agents.sb3.train import TrainConfig
-from agents.sb3.train import main as train
-
-ENV_ID = "AdaRoll/BetaBernoulliRounds-v0"
-ENV_KWARGS = {"num_questions": 16, "budget": 128, "difficulty": "rlvr", "utility": "informative"}
-
-
-@dataclass
-class PretrainConfig:
-    time_limit_s: float = 600.0
-    seed: int = 0
-    out: str = "runs"
-    name: str = "pretrained-rounds-rlvr-b16"
-    select_episodes: int = 1000
-    dest: str = str(PRETRAINED)
-    progress: bool = False
-
-
-def mean_utility(spec: str, episodes: int, master_seed: int) -> float:
-    gym.register_envs(adaroll_env)
-    env = gym.make(ENV_ID, **ENV_KWARGS)
-    return float(
-        np.mean([r["utility"] for r in run_episodes(env, spec, range(episodes), master_seed)])
-    )
-
-
-def main(cfg: PretrainConfig) -> Path:
-    res = train(
-        TrainConfig(
-            algo="ppo",
-            env=ENV_ID,
-            env_kwargs=json.dumps(ENV_KWARGS),
-            policy="equivariant",
-            seed=cfg.seed,
-            eval_freq=50_000,
-            eval_episodes=200,
-            save_freq=200_000,
-            out=cfg.out,
-            name=cfg.name,
-            time_limit_s=cfg.time_limit_s,
-            progress=cfg.progress,
-        )
-    )
-    candidates = [res.model_path] + ([res.best_path] if res.best_path else [])
-    select_seed = 10_007  # disjoint from the benchmark's master seeds
-    scores = {p: mean_utility(f"sb3:{p}", cfg.select_episodes, select_seed) for p in candidates}
-    best = max(scores, key=lambda p: scores[p])
-    for p, s in scores.items():
-        print(f"{p}: mean utility {s:.4f} over {cfg.select_episodes} episodes")
-    dest = Path(cfg.dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(best, dest)
-    print(f"shipped {best} -> {dest} ({dest.stat().st_size / 1024:.0f} KiB)")
-    return dest
-
+from adaroll_env.arguments import parse_config
+from agents.sb3.reproduce import ReproduceConfig, main
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name, default in vars(PretrainConfig()).items():
-        kind = type(default)
-        if kind is bool:
-            parser.add_argument(
-                "--" + name.replace("_", "-"),
-                action=argparse.BooleanOptionalAction,
-                default=default,
-            )
-        else:
-            parser.add_argument("--" + name.replace("_", "-"), type=kind, default=default)
-    main(PretrainConfig(**vars(parser.parse_args())))
+    main(parse_config(ReproduceConfig, __doc__ or ""))

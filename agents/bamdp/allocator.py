@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from adaroll_env.model import AllocationParams, prior_arrays
+from adaroll_env.model import AllocationParams, prior_arrays, prior_matches
 from adaroll_env.utilities import beta_binomial_logpmf
 from agents.bamdp.cache import get_table
 from agents.bamdp.exact import ExactSolution, estimate_states, solve_exact
@@ -17,8 +17,6 @@ from agents.base import BaseAllocator, Beliefs, Obs
 
 PriorMode = Literal["tables", "interpolate"]
 
-#: Relative tolerance when matching the observation's priors (float32) to the params' priors.
-PRIOR_RTOL = 1e-5
 #: up to this many distinct priors in one episode get a table each; more are interpolated
 MAX_EXACT_PRIORS = 4
 
@@ -64,6 +62,10 @@ class _Tables:
 
 class BAMDPAllocator(BaseAllocator):
     """Bayes-optimal rollout allocation for the BAMDP of DESIGN §2 (adaroll's own method).
+
+    Sources: the Bayes-adaptive MDP of Duff (2002), solved exactly by Bellman's (1957) backward
+    induction; the index policy is the Lagrangian relaxation of the budget constraint (Whittle,
+    1988), each question's index an optimal-stopping price in the manner of Gittins (1979).
 
     **Index policy.** Relax the budget with a price λ per rollout: each question becomes an
     optimal-stopping problem over its own counts, and continuing beats stopping exactly for
@@ -154,10 +156,7 @@ class BAMDPAllocator(BaseAllocator):
         """The optimal action at the observation's state, or None off the solved grid."""
         p = self.params
         pa, pb = self._param_priors
-        if not (
-            (np.abs(b.prior_alpha - pa) <= PRIOR_RTOL * pa).all()
-            and (np.abs(b.prior_beta - pb) <= PRIOR_RTOL * pb).all()
-        ):
+        if not np.all(prior_matches(pa, pb, b.prior_alpha, b.prior_beta, b.successes, b.failures)):
             p = p.replace(
                 prior_alpha=tuple(self._round_priors(b.prior_alpha).tolist()),
                 prior_beta=tuple(self._round_priors(b.prior_beta).tolist()),
@@ -217,9 +216,7 @@ class BAMDPAllocator(BaseAllocator):
         per distinct (rounded) prior or the interpolation grid's, by ``prior_mode``."""
         pa, pb = self._param_priors
         oa, ob = b.prior_alpha, b.prior_beta
-        if (np.abs(oa - pa) <= PRIOR_RTOL * pa).all() and (
-            np.abs(ob - pb) <= PRIOR_RTOL * pb
-        ).all():
+        if np.all(prior_matches(pa, pb, oa, ob, b.successes, b.failures)):
             return self._param_tables()
         ra, rb = self._round_priors(oa), self._round_priors(ob)
         return self._tables_for(ra, rb, interpolate=self.prior_mode == "interpolate")
@@ -277,7 +274,7 @@ class BAMDPAllocator(BaseAllocator):
                 pa_i = float(a32[i]) - s_i
                 pb_i = float(b32[i]) - (n_i - s_i)
                 ca, cb = c["prior_a"][i], c["prior_b"][i]
-                if abs(pa_i - ca) <= PRIOR_RTOL * ca and abs(pb_i - cb) <= PRIOR_RTOL * cb:
+                if prior_matches(ca, cb, pa_i, pb_i, s_i, n_i - s_i):
                     tables: _Tables = c["tables"]
                     idx = c["idx"]
                     if n_i >= self.params.cap:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from adaroll_env.model import success_probability
+from adaroll_env.model import posterior_mean
 from adaroll_env.utilities import UtilityFn, get_utility
 
 #: Prices on the grid of the backward pass.
@@ -140,7 +140,7 @@ def build_table(spec: TableSpec, *, jit: bool | None = None) -> IndexTable:
         for n in range(H + 1):
             s = np.arange(n + 1)
             U[n, : n + 1] = np.asarray(fn(s, n - s), dtype=np.float64)
-            P[n, : n + 1] = success_probability(a, b, s, n - s)
+            P[n, : n + 1] = posterior_mean(a, b, s, n - s)
         index = _jit.backward(U, P, lam, spec.cap, H, u_bar)
         return IndexTable(spec, index)
     index = np.full((H + 1, H + 1), np.nan)
@@ -156,7 +156,7 @@ def build_table(spec: TableSpec, *, jit: bool | None = None) -> IndexTable:
             C = np.broadcast_to(u_bar - lam, (n + 1, lam.size))  # [n+1, K]
         else:
             assert V_next is not None
-            p = success_probability(a, b, s, n - s)[:, None]  # [n+1, 1]
+            p = posterior_mean(a, b, s, n - s)[:, None]  # [n+1, 1]
             C = p * V_next[1:] + (1.0 - p) * V_next[:-1] - lam  # [n+1, K]
         D = C - u[:, None]  # [n+1, K], decreasing along K
         index[s, n - s] = _crossing(lam, D)
@@ -194,7 +194,7 @@ def start_values(specs: list[TableSpec], lam: float, level: int) -> list[NDArray
                 V = np.maximum(u, u_bar - lam)
             else:
                 assert V_next is not None
-                p = success_probability(a, b, s, n - s)
+                p = posterior_mean(a, b, s, n - s)
                 V = np.maximum(u, p * V_next[1:] + (1.0 - p) * V_next[:-1] - lam)
             V_next = V
         assert V_next is not None

@@ -198,7 +198,7 @@ def reference_values(
     env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int
 ) -> dict[str, float]:
     """Mean return of ``uniform`` and ``bamdp`` over ``episodes`` seeded episodes."""
-    from agents.benchmark import run_episodes
+    from agents.benchmarks.runner import run_episodes
 
     env = make_env(env_id, env_kwargs)
     try:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import adaroll_env  # noqa: F401  (registers the env ids)
+from adaroll_env import model as am
 from adaroll_env.model import (
     OBS_KEYS,
     AllocationParams,
@@ -592,3 +593,29 @@ def test_decode_action_last_round_is_what_is_left():
     st = make_state(p, [4, 2], [0, 2])  # 8 spent, 2 left
     got = decode_action(p, st, np.array([1.0, 1.0]))
     np.testing.assert_array_equal(got, [1, 1])
+
+
+def test_posterior_arithmetic_has_one_empty_case():
+    # No data: the posterior mean is the prior mean (never 0 or NaN), worked out by hand.
+    assert am.posterior_mean(2.0, 6.0) == pytest.approx(0.25)
+    assert am.failure_probability(2.0, 6.0) == pytest.approx(0.75)
+    assert am.posterior_mean(1.0, 1.0, 3, 1) == pytest.approx(4 / 6)
+    assert am.failure_probability(1.0, 1.0, 3, 1) == pytest.approx(2 / 6)
+    # Beta(2, 2): E[p(1-p)] = 4/20 = 0.2; variance 0.2/4; after 2 more rollouts 0.2/6.
+    assert am.expected_posterior_variance(2.0, 2.0) == pytest.approx(0.05)
+    assert am.expected_posterior_variance(2.0, 2.0, 2) == pytest.approx(0.2 / 6)
+    step = am.expected_posterior_variance(2.0, 2.0, 1) - am.expected_posterior_variance(2.0, 2.0, 2)
+    assert am.variance_reduction(2.0, 2.0, 1) == pytest.approx(step)
+
+
+def test_prior_matches_float32_observation_only():
+    params = am.AllocationParams(num_questions=2, budget=8, prior_alpha=0.3, prior_beta=1.7)
+    s = np.array([1000, 3])
+    f = np.array([0, 997])
+    obs_a = (np.float32(0.3) + s.astype(np.float32)).astype(np.float64) - s
+    obs_b = (np.float32(1.7) + f.astype(np.float32)).astype(np.float64) - f
+    pa, pb = am.prior_arrays(params)
+    assert am.prior_matches(pa, pb, obs_a, obs_b, s, f).all()
+    # A real change of prior (one part in 1e5) is seen, with or without counts.
+    assert not am.prior_matches(0.3, 1.7, 0.3 * (1 + 1e-5), 1.7).any()
+    assert not am.prior_matches(pa, pb, pa * (1 + 1e-4), pb, s, f).all()

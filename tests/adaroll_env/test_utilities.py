@@ -389,3 +389,13 @@ def test_expected_utility_rejects_bad_prior_and_counts():
         expected_utility("informative", 1.0, np.nan, 0, 0, 2)
     with pytest.raises(ValueError, match="non-negative"):
         expected_utility("informative", 1.0, 1.0, -1, 0, 2)
+
+
+def test_log_binomial_matches_exact_coefficients():
+    from math import comb, log
+
+    from adaroll_env.utilities import log_binomial
+
+    for m in range(8):
+        for k in range(m + 1):
+            assert log_binomial(m, k) == pytest.approx(log(comb(m, k)), abs=1e-12)

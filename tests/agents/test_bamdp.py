@@ -11,7 +11,7 @@ from adaroll_env import AllocationParams
 from adaroll_env.utilities import get_utility
 from agents.bamdp import TableSpec, build_table, dual_value, upper_bound
 from agents.bamdp import cache as bamdp_cache
-from agents.exact import exact_value
+from agents.policy_value import exact_value
 
 UTILITIES = ["informative", "hit", "grpo_signal", "dr_grpo_signal"]
 

@@ -16,7 +16,7 @@ from adaroll_env import AllocationParams
 from adaroll_env.utilities import get_utility
 from agents.bamdp.exact import ExactSolution, estimate_states, solve_exact
 from agents.base import BaseAllocator
-from agents.exact import exact_value
+from agents.policy_value import exact_value
 
 CUSTOM_MODULE = "adaroll_test_bamdp_custom_utility"
 CUSTOM = f"{CUSTOM_MODULE}:wiggle"

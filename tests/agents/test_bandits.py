@@ -389,15 +389,28 @@ def test_evaluate_policy_runs(env_id):
 def test_per_episode_priors_through_reset_options():
     # Priors handed over per episode (as a trainer does) reach the allocators through the
     # observation only; the episode still spends the budget exactly, within the caps.
+    # The priors must change the decisions of every allocator that reads beliefs (same env and
+    # allocator seeds, so only the priors differ); ``oracle`` plans at the true p and must not move.
     env = gym.make(ROUNDS, num_questions=4, budget=20, max_group=8, reveal_truth=True)
     options = {"prior_alpha": [0.3, 2.0, 5.0, 1.0], "prior_beta": [0.7, 2.0, 1.0, 9.0]}
-    for name in NAMES:
+
+    def episode(name, opts):
         alloc = agents.make_allocator(name, env, seed=0)
-        obs, _ = env.reset(seed=3, options=options)
+        obs, _ = env.reset(seed=3, options=opts)
+        if opts is not None:  # the priors reach the observation
+            assert np.allclose(obs["alpha"], opts["prior_alpha"])
         done = False
         while not done:
             obs, _, done, _, info = env.step(alloc.act(obs))
         assert info["allocation"].sum() == 20 and info["allocation"].max() <= 8
+        return info["allocation"].tolist()
+
+    for name in NAMES:
+        with_priors, without = episode(name, options), episode(name, None)
+        if name == "oracle":
+            assert with_priors == without, "oracle reads the true p, not the beliefs"
+        else:
+            assert with_priors != without, f"{name}: the per-episode priors changed no decision"
 
 
 def test_memo_never_changes_a_decision():

@@ -159,3 +159,32 @@ def test_plugin_spec_in_parallel_benchmark(tmp_path, monkeypatch):
     )
     names = {r["allocator"] for r in res.rows}
     assert names == {"uniform", "adaroll_bench_plugin:Evenly"}
+
+
+def test_allocator_kwargs_reach_the_allocators(tmp_path):
+    # pilot_commit's pilot changes its decisions: the kwargs must reach every episode.
+    kw = dict(allocators="pilot_commit", envs="rounds", num_questions=8, episodes=20)
+    default = run_benchmark(_cfg(tmp_path, **kw), write=False)
+    cfg = _cfg(tmp_path, allocator_kwargs='{"pilot_commit": {"pilot": 1}}', **kw)
+    assert cfg.allocator_kwargs_of("pilot_commit") == {"pilot": 1}
+    assert cfg.allocator_kwargs_of("uniform") == {}
+    changed = run_benchmark(cfg, write=False)
+
+    def mean(res):
+        return next(r["mean_utility"] for r in res.rows if r["allocator"] == "pilot_commit")
+
+    assert mean(changed) != mean(default)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('{"random": {"sed": 1}}', "has no parameter 'sed'"),
+        ('{"randon": {}}', "Did you mean 'random'"),
+        ('{"seed": 1}', "Its keys are allocator specs"),
+        ("{", "not valid JSON"),
+    ],
+)
+def test_bad_allocator_kwargs(tmp_path, text, match):
+    with pytest.raises(ValueError, match=match):
+        _cfg(tmp_path, allocator_kwargs=text)

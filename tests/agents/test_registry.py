@@ -148,3 +148,43 @@ def test_make_allocator_resets_with_seed():
     a = agents.make_allocator("random", params, seed=4)
     b = agents.make_allocator("random", params, seed=4)
     assert np.array_equal(a.rng.integers(0, 1000, 5), b.rng.integers(0, 1000, 5))
+
+
+def test_parse_allocator_kwargs_checks_the_constructor():
+    assert registry.parse_allocator_kwargs("thompson", '{"max_horizon": 8}') == {"max_horizon": 8}
+    assert registry.parse_allocator_kwargs("uniform", "") == {}
+    with pytest.raises(ValueError, match=r"Did you mean 'max_horizon'\? Its parameters: max_h"):
+        registry.parse_allocator_kwargs("thompson", '{"max_horizn": 8}')
+    with pytest.raises(ValueError, match="Its parameters: none"):
+        registry.parse_allocator_kwargs("uniform", '{"x": 1}')
+    with pytest.raises(ValueError, match="not valid JSON"):
+        registry.parse_allocator_kwargs("thompson", "{max_horizon: 8}")
+    with pytest.raises(ValueError, match="must be a JSON object"):
+        registry.parse_allocator_kwargs("thompson", "[8]")
+
+
+def test_bad_kwargs_name_the_real_parameters(env, plugin_module):
+    with pytest.raises(TypeError, match=r"no parameter 'ofset'\. Did you mean 'offset'"):
+        agents.make_allocator(f"{plugin_module}:FirstFeasible", env, ofset=1)
+
+
+def test_known_allocators_in_errors_include_sb3_pretrained(env):
+    with pytest.raises(ValueError, match=r"Known: .*sb3:pretrained") as info:
+        agents.make_allocator("pretrained", env)
+    assert "Did you mean 'sb3:pretrained'" in str(info.value)
+
+
+def test_module_class_spec_from_the_working_directory(env, tmp_path, monkeypatch):
+    # As under the `adaroll` console script: the working directory is not on sys.path.
+    pkg = tmp_path / "adaroll_cwd_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text(PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path))])
+    try:
+        alloc = agents.make_allocator("adaroll_cwd_pkg.mod:FirstFeasible", env)
+        assert alloc.name == "first_feasible"
+    finally:
+        for name in ("adaroll_cwd_pkg", "adaroll_cwd_pkg.mod"):
+            sys.modules.pop(name, None)

@@ -8,7 +8,7 @@ from scipy.special import betaln
 import agents
 from adaroll_env import AllocationParams
 from adaroll_env.utilities import get_utility
-from agents.exact import exact_value
+from agents.policy_value import exact_value
 
 
 def _brute_force(policy, B, N, a, b, utility, pilot=0):

@@ -1,5 +1,8 @@
-"""The measurements behind ``scripts/bench_bamdp.py``: quality against every allocator and the
-certified bound, decision costs, and the two ways of handling priors from history."""
+"""The bamdp report behind ``scripts/bench_bamdp.py``: quality against every allocator and the
+certified bound, decision costs, and the two ways of handling priors from history.
+
+It lives with the benchmarks, not in ``agents.bamdp``: the solver package does not depend on the
+benchmark harness."""
 
 from __future__ import annotations
 
@@ -18,10 +21,12 @@ import numpy as np
 
 import adaroll_env
 from adaroll_env.priors import fit_beta
+from adaroll_env.stats import mean_ci
 from agents.bamdp.allocator import BAMDPAllocator
 from agents.bamdp.cache import clear_memory
 from agents.bamdp.index import TableSpec, build_table
-from agents.benchmark import BenchConfig, mean_ci, run_benchmark
+from agents.benchmarks.config import BenchConfig
+from agents.benchmarks.runner import run_benchmark
 from agents.registry import make_allocator
 
 

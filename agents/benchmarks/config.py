@@ -1,0 +1,220 @@
+"""The configuration of ``adaroll bench``: the grid of settings and the env arguments of each."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+import adaroll_env
+from adaroll_env.priors import resolve_difficulty
+from adaroll_env.utilities import get_utility
+from agents.registry import list_allocators, parse_allocator_kwargs_by_spec
+
+ENV_KINDS = {"sequential": "AdaRoll/BetaBernoulli-v0", "rounds": "AdaRoll/BetaBernoulliRounds-v0"}
+
+
+#: Allocators that read the hidden truth: reported as references, never ranked.
+REFERENCE_ONLY = frozenset({"oracle"})
+
+
+#: Bins of the final posterior mean for the "rollouts placed" plot.
+MEAN_BINS = 10
+
+
+def _split(text: str) -> list[str]:
+    """Split a comma-separated list, keeping commas inside parentheses: "rlvr,beta(1,2)"."""
+    return [t.strip() for t in re.split(r",(?![^(]*\))", str(text)) if t.strip()]
+
+
+@dataclass
+class BenchConfig:
+    """Configuration of ``adaroll bench`` (every list is one comma-separated string)."""
+
+    allocators: str = field(
+        default="all",
+        metadata={
+            "help": "comma-separated allocator specs (names, 'module:Class', 'sb3:<zip>'), or "
+            "'all' (every registered one, and sb3:pretrained when the sb3 extra is installed)"
+        },
+    )
+    envs: str = field(
+        default="rounds",
+        metadata={"help": "env kinds: 'sequential' (BetaBernoulli-v0), 'rounds' (-Rounds-v0)"},
+    )
+    difficulties: str = field(
+        default="rlvr", metadata={"help": "difficulty profiles or pass-rate files, comma-separated"}
+    )
+    utilities: str = field(default="informative", metadata={"help": "utilities, comma-separated"})
+    num_questions: int = field(default=64, metadata={"help": "B, questions per batch"})
+    group_sizes: str = field(
+        default="8", metadata={"help": "G values (budget N = G·B), comma-separated"}
+    )
+    pilot: int = field(default=0, metadata={"help": "rollouts every question gets first"})
+    max_group: int | None = field(
+        default=None, metadata={"help": "cap on rollouts per question (none: no cap)"}
+    )
+    round_size: int | None = field(
+        default=None, metadata={"help": "R for the rounds env (none: R = B)"}
+    )
+    belief: str = field(
+        default="matched",
+        metadata={"help": "'matched' (Beta fitted to the difficulty) or 'a,b' for Beta(a, b)"},
+    )
+    episodes: int = field(default=300, metadata={"help": "episodes per allocator and setting"})
+    seed: int = field(default=0, metadata={"help": "master seed; every other seed derives from it"})
+    workers: int = field(default=0, metadata={"help": "worker processes (0: one per core)"})
+    out: str = field(default="runs", metadata={"help": "folder under which the run directory goes"})
+    name: str = field(default="", metadata={"help": "run directory name ('': bench-<time>)"})
+    plots: bool = field(default=True, metadata={"help": "write PNG plots"})
+    exact: bool = field(
+        default=True,
+        metadata={"help": "add exact outcome-tree values where the instance is small enough"},
+    )
+    exact_max_states: int = field(
+        default=50_000, metadata={"help": "largest outcome tree (states) to evaluate exactly"}
+    )
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    allocator_kwargs: str = field(
+        default="",
+        metadata={
+            "help": "JSON object from allocator spec to its keyword arguments, e.g. "
+            '\'{"thompson": {"max_horizon": 8}}\' (checked against each constructor)'
+        },
+    )
+
+    def __post_init__(self) -> None:
+        for kind in self.env_kinds:
+            if kind not in ENV_KINDS:
+                raise ValueError(
+                    f"env kind {kind!r} is unknown: use {', '.join(ENV_KINDS)} (comma-separated)"
+                )
+        for d in self.difficulty_list:
+            resolve_difficulty(d)
+        for u in self.utility_list:
+            get_utility(u)
+        if not self.group_size_list:
+            raise ValueError("group_sizes is empty: give at least one G, e.g. '8'")
+        if self.episodes < 2:
+            raise ValueError(
+                f"episodes must be >= 2 for a confidence interval, got {self.episodes}"
+            )
+        if self.num_questions < 1:
+            raise ValueError(f"num_questions must be >= 1, got {self.num_questions}")
+        if self.workers < 0:
+            raise ValueError(f"workers must be >= 0 (0: one per core), got {self.workers}")
+        self.belief_value()
+        if not self.allocator_list:
+            raise ValueError("allocators is empty: give specs like 'uniform,random' or 'all'")
+        self._allocator_kwargs = parse_allocator_kwargs_by_spec(
+            self.allocator_list, self.allocator_kwargs
+        )
+
+    def allocator_kwargs_of(self, spec: str) -> dict[str, Any]:
+        """The keyword arguments allocator ``spec`` is built with (``allocator_kwargs``)."""
+        return dict(self._allocator_kwargs.get(spec, {}))
+
+    @property
+    def env_kinds(self) -> list[str]:
+        """Env kinds to run."""
+        return _split(self.envs)
+
+    @property
+    def difficulty_list(self) -> list[str]:
+        """Difficulty specs to run."""
+        return _split(self.difficulties)
+
+    @property
+    def utility_list(self) -> list[str]:
+        """Utilities to run."""
+        return _split(self.utilities)
+
+    @property
+    def group_size_list(self) -> list[int]:
+        """G values to run."""
+        out = []
+        for g in _split(self.group_sizes):
+            try:
+                out.append(int(g))
+            except ValueError:
+                raise ValueError(
+                    f"group size {g!r} is not an integer: give e.g. '4,8,16'"
+                ) from None
+        return out
+
+    @property
+    def allocator_list(self) -> list[str]:
+        """Allocator specs, ``uniform`` first (it is the baseline of every gain)."""
+        specs = _split(self.allocators)
+        if specs == ["all"]:
+            specs = list_allocators()
+            if importlib.util.find_spec("stable_baselines3") is not None:
+                specs.append("sb3:pretrained")  # the shipped learned allocator (sb3 extra)
+        return ["uniform", *[s for s in specs if s != "uniform"]]
+
+    def belief_value(self) -> str | tuple[float, float]:
+        """The ``belief`` env argument."""
+        if self.belief.strip() == "matched":
+            return "matched"
+        parts = _split(self.belief)
+        try:
+            a, b = (float(x) for x in parts)
+        except ValueError:
+            raise ValueError(
+                f"belief {self.belief!r} must be 'matched' or 'a,b' (e.g. '0.5,0.5')"
+            ) from None
+        return (a, b)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One cell of the grid (everything but the allocator)."""
+
+    env: str
+    difficulty: str
+    utility: str
+    group_size: int
+
+    @property
+    def key(self) -> str:
+        """A short label."""
+        return f"{self.env}/{self.difficulty}/{self.utility}/G={self.group_size}"
+
+
+def settings(cfg: BenchConfig) -> list[Setting]:
+    """The grid of settings, in a stable order."""
+    return [
+        Setting(e, d, u, g)
+        for e, d, u, g in itertools.product(
+            cfg.env_kinds, cfg.difficulty_list, cfg.utility_list, cfg.group_size_list
+        )
+    ]
+
+
+def env_kwargs(cfg: BenchConfig, setting: Setting, spec: str = "") -> dict[str, Any]:
+    """Arguments of ``gym.make`` for a setting (with the truth revealed for reference-only
+    allocators such as ``oracle``; revealing changes no random draw, so pairing holds)."""
+    kw: dict[str, Any] = {
+        "num_questions": cfg.num_questions,
+        "budget": setting.group_size * cfg.num_questions,
+        "pilot": cfg.pilot,
+        "max_group": cfg.max_group,
+        "utility": setting.utility,
+        "difficulty": setting.difficulty,
+        "belief": cfg.belief_value(),
+    }
+    if setting.env == "rounds" and cfg.round_size is not None:
+        kw["round_size"] = cfg.round_size
+    if spec in REFERENCE_ONLY:
+        kw["reveal_truth"] = True
+    return kw
+
+
+def make_env(env: str, kwargs: dict[str, Any]) -> gym.Env:
+    """An adaroll env of the given kind (sequential or rounds)."""
+    gym.register_envs(adaroll_env)
+    return gym.make(ENV_KINDS[env], **kwargs)

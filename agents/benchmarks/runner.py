@@ -1,0 +1,243 @@
+"""The runner of ``adaroll bench``: paired episodes over the grid, in parallel worker processes.
+
+Allocators × env kinds × difficulty profiles × utilities × group sizes G = N/B × episodes, run in
+parallel over the cores from one master seed. Episodes are *paired*: episode i of every allocator
+in a setting uses the same env seed, hence the same true pass rates, so differences against
+``uniform`` are measured on common instances."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from adaroll_env.model import AllocationParams
+from agents.benchmarks.config import (
+    MEAN_BINS,
+    REFERENCE_ONLY,
+    BenchConfig,
+    Setting,
+    env_kwargs,
+    make_env,
+    settings,
+)
+from agents.benchmarks.files import write_run
+from agents.benchmarks.statistics import summarise
+from agents.benchmarks.tables import format_tables
+from agents.policy_value import exact_value
+from agents.registry import make_allocator
+
+
+def episode_seeds(master: int, episode: int) -> tuple[int, int]:
+    """(env seed, allocator seed) of episode ``episode``: the same for every allocator."""
+    env_seed, alloc_seed = np.random.SeedSequence([master, episode]).generate_state(2)
+    return int(env_seed), int(alloc_seed)
+
+
+def run_episodes(
+    env: gym.Env,
+    spec: str,
+    episodes: Iterable[int],
+    master_seed: int,
+    allocator_kwargs: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Run ``spec`` (built with ``allocator_kwargs``) on ``env`` for the given episode indices;
+    one record per episode."""
+    allocator = make_allocator(spec, env, **(allocator_kwargs or {}))
+    params = env.unwrapped.params  # type: ignore[attr-defined]
+    records = []
+    for i in episodes:
+        env_seed, alloc_seed = episode_seeds(master_seed, i)
+        t_start = time.perf_counter()
+        obs, info = env.reset(seed=env_seed)
+        allocator.reset(params, seed=alloc_seed)
+        total = 0.0
+        decide = 0.0
+        decisions = 0
+        done = False
+        while not done:
+            t0 = time.perf_counter()
+            action = allocator.act(obs)
+            decide += time.perf_counter() - t0
+            decisions += 1
+            obs, reward, terminated, truncated, info = env.step(action)
+            total += float(reward)
+            done = terminated or truncated
+        wall = time.perf_counter() - t_start
+        alloc = np.asarray(info["allocation"])
+        bins = np.minimum((np.asarray(obs["mean"]) * MEAN_BINS).astype(int), MEAN_BINS - 1)
+        records.append(
+            {
+                "episode": i,
+                "env_seed": env_seed,
+                "utility": total,
+                "decisions": decisions,
+                "decision_seconds": decide,
+                "episode_seconds": wall,
+                "max_group_used": int(alloc.max()),
+                "questions_used": int(np.count_nonzero(alloc)),
+                "rollouts_by_mean": np.bincount(bins, weights=alloc, minlength=MEAN_BINS).tolist(),
+                "questions_by_mean": np.bincount(bins, minlength=MEAN_BINS).tolist(),
+            }
+        )
+    return records
+
+
+#: (setting, env kwargs, allocator spec, episode indices, master seed, allocator kwargs)
+Task = tuple[Setting, dict[str, Any], str, list[int], int, dict[str, Any]]
+#: (setting, env kwargs, allocator spec, largest tree, allocator kwargs)
+ExactTask = tuple[Setting, dict[str, Any], str, int, dict[str, Any]]
+
+
+def _run_task(task: Task) -> tuple[Setting, str, list[dict[str, Any]]]:
+    setting, kwargs, spec, episodes, master, alloc_kwargs = task
+    env = make_env(setting.env, kwargs)
+    try:
+        return setting, spec, run_episodes(env, spec, episodes, master, alloc_kwargs)
+    finally:
+        env.close()
+
+
+@dataclass
+class BenchResult:
+    """What ``run_benchmark`` returns."""
+
+    rows: list[dict[str, Any]]
+    episodes: list[dict[str, Any]]
+    run_dir: Path | None
+
+
+def _tasks(cfg: BenchConfig, workers: int) -> list[Task]:
+    grid = settings(cfg)
+    n_cells = len(grid) * len(cfg.allocator_list)
+    chunks = max(1, math.ceil(4 * workers / n_cells))
+    size = max(1, math.ceil(cfg.episodes / chunks))
+    tasks = []
+    for setting in grid:
+        for spec in cfg.allocator_list:
+            kwargs = env_kwargs(cfg, setting, spec)
+            for start in range(0, cfg.episodes, size):
+                eps = list(range(start, min(cfg.episodes, start + size)))
+                tasks.append((setting, kwargs, spec, eps, cfg.seed, cfg.allocator_kwargs_of(spec)))
+    return tasks
+
+
+def tree_is_small(params: AllocationParams, max_states: int) -> bool:
+    """A cheap upper bound on the outcome tree (count vectors with Σ ≤ N) against a limit."""
+    B, N = params.num_questions, params.total_budget
+    return math.comb(N + 2 * B, 2 * B) <= 20 * max_states
+
+
+def _exact_tasks(cfg: BenchConfig) -> list[ExactTask]:
+    if not cfg.exact:
+        return []
+    out = []
+    for setting in settings(cfg):
+        for spec in cfg.allocator_list:
+            if spec in REFERENCE_ONLY:
+                continue
+            kwargs = env_kwargs(cfg, setting, spec)
+            env = make_env(setting.env, kwargs)
+            params = env.unwrapped.params  # type: ignore[attr-defined]
+            alloc_kwargs = cfg.allocator_kwargs_of(spec)
+            allocator = make_allocator(spec, env, **alloc_kwargs)
+            stochastic = bool(getattr(allocator, "stochastic", False))
+            env.close()
+            if not stochastic and tree_is_small(params, cfg.exact_max_states):
+                out.append((setting, kwargs, spec, cfg.exact_max_states, alloc_kwargs))
+    return out
+
+
+def _exact_task(task: ExactTask) -> tuple[Setting, str, float | None]:
+    setting, kwargs, spec, max_states, alloc_kwargs = task
+    env = make_env(setting.env, kwargs)
+    try:
+        params = env.unwrapped.params  # type: ignore[attr-defined]
+        allocator = make_allocator(spec, env, **alloc_kwargs)
+        difficulty = env.unwrapped.difficulty  # type: ignore[attr-defined]
+        return setting, spec, exact_value(allocator, params, difficulty, max_states=max_states)
+    finally:
+        env.close()
+
+
+def run_benchmark(cfg: BenchConfig, *, write: bool = True) -> BenchResult:
+    """Run the grid, write the run directory (if ``write``) and return the summary rows."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    workers = cfg.workers or (os.cpu_count() or 1)
+    # Fail fast, in this process, on bad settings or specs.
+    for setting in settings(cfg):
+        for spec in cfg.allocator_list:
+            env = make_env(setting.env, env_kwargs(cfg, setting, spec))
+            make_allocator(spec, env, **cfg.allocator_kwargs_of(spec))
+            env.close()
+    tasks = _tasks(cfg, workers)
+    exact_tasks = _exact_tasks(cfg)
+    results: dict[tuple[Setting, str], list[dict[str, Any]]] = {}
+    total = sum(len(t[3]) for t in tasks)
+    progress = Progress(
+        TextColumn("[bold]bench"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("episodes"),
+        TimeRemainingColumn(),
+        disable=not cfg.progress,
+        transient=True,
+    )
+    with progress:
+        bar = progress.add_task("bench", total=total)
+        exact: dict[tuple[Setting, str], float | None] = {}
+        if workers == 1 or len(tasks) == 1:
+            for task in tasks:
+                setting, spec, recs = _run_task(task)
+                results.setdefault((setting, spec), []).extend(recs)
+                progress.advance(bar, len(recs))
+            for etask in exact_tasks:
+                setting, spec, value = _exact_task(etask)
+                exact[(setting, spec)] = value
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                efutures = [pool.submit(_exact_task, e) for e in exact_tasks]
+                futures = [pool.submit(_run_task, t) for t in tasks]
+                for fut in as_completed(futures):
+                    setting, spec, recs = fut.result()
+                    results.setdefault((setting, spec), []).extend(recs)
+                    progress.advance(bar, len(recs))
+                for efut in efutures:
+                    setting, spec, value = efut.result()
+                    exact[(setting, spec)] = value
+    rows = summarise(results, cfg, exact)
+    episodes = [
+        {"setting": s.key, "allocator": spec, **rec}
+        for (s, spec), recs in sorted(results.items(), key=lambda kv: (kv[0][0].key, kv[0][1]))
+        for rec in sorted(recs, key=lambda r: r["episode"])
+    ]
+    run_dir = write_run(cfg, rows, episodes) if write else None
+    return BenchResult(rows=rows, episodes=episodes, run_dir=run_dir)
+
+
+def main(cfg: BenchConfig) -> BenchResult:
+    """Run the benchmark, print the table and say where the run directory is."""
+    from rich.console import Console
+
+    console = Console() if Console().is_terminal else Console(width=120)
+    result = run_benchmark(cfg)
+    for table in format_tables(result.rows, cfg):
+        console.print(table)
+    if result.run_dir is not None:
+        console.print(f"run directory: {result.run_dir}")
+    return result

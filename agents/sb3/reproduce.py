@@ -1,0 +1,91 @@
+"""Reproduce the shipped ``sb3:pretrained`` allocator (behind ``scripts/train_pretrained.py``).
+
+PPO with the equivariant policy on ``AdaRoll/BetaBernoulliRounds-v0`` (rlvr difficulty with the
+matched belief, B = 16, G = 8, rounds of R = 16, informative utility), hyperparameters from
+``agents/sb3/hyperparams/ppo.yml``, stopped after ``time_limit_s`` of wall time (10 minutes on
+the 2-core reference machine). The final and the best-evaluated model are compared on
+``select_episodes`` paired episodes (seeds disjoint from the benchmark's) and the better one is
+copied to ``agents/sb3/pretrained/rounds_rlvr_b16.zip``.
+
+    python scripts/train_pretrained.py [--time-limit-s 600] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import adaroll_env
+from agents.benchmarks.runner import run_episodes
+from agents.sb3 import PRETRAINED
+from agents.sb3.train import TrainConfig
+from agents.sb3.train import main as train
+
+ENV_ID = "AdaRoll/BetaBernoulliRounds-v0"
+ENV_KWARGS: dict[str, Any] = {
+    "num_questions": 16,
+    "budget": 128,
+    "difficulty": "rlvr",
+    "utility": "informative",
+}
+
+
+@dataclass
+class ReproduceConfig:
+    """Configuration of ``scripts/train_pretrained.py``."""
+
+    time_limit_s: float = field(default=600.0, metadata={"help": "wall-time limit of training"})
+    seed: int = field(default=0, metadata={"help": "training seed"})
+    out: str = field(default="runs", metadata={"help": "folder of the training run"})
+    name: str = field(default="pretrained-rounds-rlvr-b16", metadata={"help": "run name"})
+    select_episodes: int = field(
+        default=1000, metadata={"help": "paired episodes comparing the final and best models"}
+    )
+    dest: str = field(default=str(PRETRAINED), metadata={"help": "where the winner is copied"})
+    progress: bool = field(default=False, metadata={"help": "show a progress bar"})
+
+
+def mean_utility(spec: str, episodes: int, master_seed: int) -> float:
+    """Mean utility of ``spec`` over paired episodes of the shipped model's setting."""
+    gym.register_envs(adaroll_env)
+    env = gym.make(ENV_ID, **ENV_KWARGS)
+    return float(
+        np.mean([r["utility"] for r in run_episodes(env, spec, range(episodes), master_seed)])
+    )
+
+
+def main(cfg: ReproduceConfig) -> Path:
+    """Train, pick the better of the final and best models, copy it to ``cfg.dest``."""
+    res = train(
+        TrainConfig(
+            algo="ppo",
+            env=ENV_ID,
+            env_kwargs=json.dumps(ENV_KWARGS),
+            policy="equivariant",
+            seed=cfg.seed,
+            eval_freq=50_000,
+            eval_episodes=200,
+            save_freq=200_000,
+            out=cfg.out,
+            name=cfg.name,
+            time_limit_s=cfg.time_limit_s,
+            progress=cfg.progress,
+        )
+    )
+    candidates = [res.model_path] + ([res.best_path] if res.best_path else [])
+    select_seed = 10_007  # disjoint from the benchmark's master seeds
+    scores = {p: mean_utility(f"sb3:{p}", cfg.select_episodes, select_seed) for p in candidates}
+    best = max(scores, key=lambda p: scores[p])
+    for p, s in scores.items():
+        print(f"{p}: mean utility {s:.4f} over {cfg.select_episodes} episodes")
+    dest = Path(cfg.dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(best, dest)
+    print(f"shipped {best} -> {dest} ({dest.stat().st_size / 1024:.0f} KiB)")
+    return dest
