@@ -59,8 +59,9 @@ class GRPOTrainingEnv(gym.Env[dict[str, NDArray[np.float32]], NDArray[np.float32
 
     ``trainer`` (an existing ``GRPOTrainer``), or ``config`` (a ``GRPOConfig``), or keyword
     fields of ``GRPOConfig`` (``model``, ``task``, ``batch_size``, ``group_size``, ``budget``,
-    ``round_size``, ...). The trainer's own ``allocator`` field is ignored here: the agent
-    allocates. ``render_mode="ansi"`` renders the batch as text.
+    ``round_size``, ...). The trainer is built with ``external=True``: its ``allocator`` field is
+    ignored, the agent allocates (a trainer passed in should be built so too).
+    ``render_mode="ansi"`` renders the batch as text.
 
     >>> import gymnasium as gym, adaroll_env                                  # doctest: +SKIP
     >>> env = gym.make("AdaRoll/GRPOTraining-v0", model="tiny", batch_size=8)  # doctest: +SKIP
@@ -89,9 +90,8 @@ class GRPOTrainingEnv(gym.Env[dict[str, NDArray[np.float32]], NDArray[np.float32
             raise ValueError(f"render_mode {render_mode!r} is not supported: use 'ansi' or None")
         if trainer is None:
             cfg = config if config is not None else GRPOConfig(**config_fields)
-            # the agent allocates; the trainer's own allocator is never asked, and an
-            # outcome-blind one would set a single round
-            trainer = GRPOTrainer(cfg, allocator=_AgentAllocates())
+            # the agent allocates: the trainer builds no allocator of its own
+            trainer = GRPOTrainer(cfg, external=True)
         self.trainer = trainer
         self.render_mode = render_mode
         t = trainer
@@ -183,19 +183,3 @@ class GRPOTrainingEnv(gym.Env[dict[str, NDArray[np.float32]], NDArray[np.float32
     def close(self) -> None:
         """Release the trainer (engine and model)."""
         self.trainer.close()
-
-
-class _AgentAllocates:
-    """Placeholder allocator object for a trainer driven by an env agent: never asked."""
-
-    name = "env-agent"
-    adaptive = True
-
-    def reset(self, params: am.AllocationParams, *, seed: int | None = None) -> None:
-        """Nothing to set up: the env's agent decides."""
-
-    def allocate(self, obs: Any) -> NDArray[np.int64]:
-        """Not used: the env's agent allocates through ``step``."""
-        raise RuntimeError(
-            "this trainer is driven by AdaRoll/GRPOTraining-v0: its agent allocates via step()"
-        )

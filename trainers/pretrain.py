@@ -22,9 +22,12 @@ The directory written holds the model and tokenizer (``save_pretrained``) and
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,13 +37,30 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainers.models import (
+from adaroll_env.stats import library_versions
+from trainers.collate import pad_rows
+from trainers.paths import cache_dir
+from trainers.pretrain_eval import evaluate, report_table, sample_completions
+from trainers.tiny import (
     TINY_METADATA_FILE,
     TINY_RECIPE_VERSION,
     TinyConfig,
     build_tiny_model,
     build_tiny_tokenizer,
 )
+
+__all__ = [
+    "IGNORE_INDEX",
+    "PretrainConfig",
+    "encode_supervised",
+    "ensure_tiny_model",
+    "evaluate",
+    "main",
+    "report_table",
+    "sample_completions",
+    "tiny_model_dir",
+    "train_and_save",
+]
 
 IGNORE_INDEX = -100
 
@@ -169,163 +189,14 @@ def encode_supervised(
     texts = [p + a for p, a in zip(prompts, answers, strict=True)]
     unique = sorted(set(texts) | set(prompts))
     encoded = dict(zip(unique, tokenizer(unique).input_ids, strict=True))
-    full = [encoded[t] for t in texts]
-    prompt_lens = [len(encoded[p]) for p in prompts]
-    length = max(len(ids) for ids in full) + 1
     rows, targets = [], []
-    for ids, n_prompt in zip(full, prompt_lens, strict=True):
-        fill = length - len(ids) - 1
-        rows.append([*ids, eos] + [pad] * fill)
-        targets.append([IGNORE_INDEX] * n_prompt + ids[n_prompt:] + [eos] + [IGNORE_INDEX] * fill)
-    input_ids = torch.tensor(rows, dtype=torch.long)  # [N, T]
-    labels = torch.tensor(targets, dtype=torch.long)  # [N, T]
+    for text, prompt in zip(texts, prompts, strict=True):
+        ids, n_prompt = encoded[text], len(encoded[prompt])
+        rows.append([*ids, eos])
+        targets.append([IGNORE_INDEX] * n_prompt + ids[n_prompt:] + [eos])
+    input_ids = pad_rows(rows, value=pad, side="right")  # [N, T]
+    labels = pad_rows(targets, value=IGNORE_INDEX, side="right")  # [N, T]
     return input_ids, labels
-
-
-# ----------------------------------------------------------------------------------------------
-# Sampling for the report
-# ----------------------------------------------------------------------------------------------
-
-
-@torch.no_grad()
-def sample_completions(
-    model: Any,
-    tokenizer: Any,
-    prompts: Sequence[str],
-    *,
-    num_samples: int = 1,
-    temperature: float = 1.0,
-    max_new_tokens: int = 6,
-    generator: torch.Generator | None = None,
-    batch_size: int = 1024,
-) -> list[str]:
-    """``num_samples`` completions per prompt (prompt-major), decoded without special tokens.
-
-    Temperature 0 is greedy. Pure ancestral sampling (no top-k/top-p), left padding with
-    position ids counted over real tokens, KV cache, stop at ``</s>``.
-    """
-    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    rows = [p for p in prompts for _ in range(num_samples)]
-    was_training = model.training
-    model.eval()
-    out: list[str] = []
-    try:
-        for lo in range(0, len(rows), batch_size):
-            chunk = rows[lo : lo + batch_size]
-            enc = tokenizer(chunk, padding=True, padding_side="left", return_tensors="pt")
-            ids, mask = enc.input_ids, enc.attention_mask  # [b, P]
-            positions = (mask.cumsum(-1) - 1).clamp(min=0)  # [b, P]
-            done = torch.zeros(len(chunk), dtype=torch.bool)  # [b]
-            new = torch.full((len(chunk), max_new_tokens), pad, dtype=torch.long)  # [b, N]
-            cache = None
-            step_ids, step_pos = ids, positions
-            for t in range(max_new_tokens):
-                res = model(
-                    input_ids=step_ids,
-                    attention_mask=mask,
-                    position_ids=step_pos,
-                    cache=cache,
-                    use_cache=True,
-                    logits_to_keep=1,
-                )
-                cache = res.cache
-                logits = res.logits[:, -1].float()  # [b, V]
-                if temperature == 0:
-                    token = logits.argmax(-1)  # [b]
-                else:
-                    probs = torch.softmax(logits / temperature, dim=-1)  # [b, V]
-                    token = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # [b]
-                token = torch.where(done, torch.full_like(token, pad), token)
-                new[:, t] = token
-                done |= token == eos
-                if bool(done.all()):
-                    break
-                step_ids = token[:, None]  # [b, 1]
-                step_pos = step_pos[:, -1:] + 1  # [b, 1]
-                mask = torch.cat([mask, torch.ones_like(step_ids)], dim=1)  # [b, P+t+1]
-            out.extend(tokenizer.batch_decode(new.tolist(), skip_special_tokens=True))
-    finally:
-        model.train(was_training)
-    return out
-
-
-def evaluate(
-    model: Any,
-    tokenizer: Any,
-    examples: Sequence[Any],
-    *,
-    num_samples: int,
-    max_new_tokens: int,
-    seed: int,
-) -> dict[str, Any]:
-    """Greedy accuracy and sampled pass rates on ``examples``, overall and per level.
-
-    Returns ``{"levels": [row, ...], "overall": row, "pass_rates": [...]}``, a row holding
-    ``level, n, greedy, pass@1, pass@k, spread`` (``spread``: fraction of prompts with a sampled
-    pass rate strictly between 0 and 1); ``pass_rates`` is the per-prompt sampled pass rate in
-    the order of ``examples``.
-    """
-    from trainers.tasks import exact_match
-
-    prompts = [ex.prompt for ex in examples]
-    greedy = sample_completions(
-        model, tokenizer, prompts, temperature=0.0, max_new_tokens=max_new_tokens
-    )
-    gen = torch.Generator().manual_seed(seed)
-    sampled = sample_completions(
-        model,
-        tokenizer,
-        prompts,
-        num_samples=num_samples,
-        temperature=1.0,
-        max_new_tokens=max_new_tokens,
-        generator=gen,
-    )
-    greedy_ok = np.array([exact_match(c, ex) for c, ex in zip(greedy, examples, strict=True)])
-    repeated = [ex for ex in examples for _ in range(num_samples)]
-    sampled_ok = np.array(
-        [exact_match(c, ex) for c, ex in zip(sampled, repeated, strict=True)]
-    ).reshape(len(examples), num_samples)  # [n, k]
-    rates = sampled_ok.mean(axis=1)  # [n]
-    levels = np.array([ex.level for ex in examples])
-
-    def row(select: np.ndarray, level: int | str) -> dict[str, Any]:
-        r = rates[select]
-        return {
-            "level": level,
-            "n": int(select.sum()),
-            "greedy": float(greedy_ok[select].mean()),
-            "pass@1": float(r.mean()),
-            f"pass@{num_samples}": float((r > 0).mean()),
-            "spread": float(((r > 0) & (r < 1)).mean()),
-        }
-
-    return {
-        "k": num_samples,
-        "levels": [row(levels == lv, int(lv)) for lv in np.unique(levels)],
-        "overall": row(np.ones(len(examples), dtype=bool), "all"),
-        "pass_rates": [float(x) for x in rates],
-    }
-
-
-def report_table(report: dict[str, Any], title: str = "tiny warm start, held-out") -> Any:
-    """A rich Table of an ``evaluate`` report, one row per level and an overall row."""
-    from rich.table import Table
-
-    k = report["k"]
-    table = Table(title=title)
-    for name in ("level", "n", "greedy", "pass@1 (T=1)", f"pass@{k} (T=1)", "0<rate<1"):
-        table.add_column(name, justify="right")
-    for row in [*report["levels"], report["overall"]]:
-        table.add_row(
-            str(row["level"]),
-            str(row["n"]),
-            f"{row['greedy']:.2f}",
-            f"{row['pass@1']:.2f}",
-            f"{row[f'pass@{k}']:.2f}",
-            f"{row['spread']:.2f}",
-        )
-    return table
 
 
 # ----------------------------------------------------------------------------------------------
@@ -354,14 +225,102 @@ def _loss_summary(losses: list[float], points: int = 20) -> dict[str, Any]:
     }
 
 
+def _warmup_data(cfg: PretrainConfig) -> tuple[Any, list[Any]]:
+    """The full arithmetic task (its held-out split is the trainer's) and the training examples.
+
+    The level filter applies to the training examples only, and they come from the ``warmup``
+    half of the expressions: GRPO's prompts (the ``rl`` half) stay unseen.
+    """
+    from trainers.tasks import make_task
+
+    task = make_task(
+        "arithmetic", seed=cfg.seed, num_train=cfg.num_train, num_test=cfg.num_test, pool="warmup"
+    )
+    weights = cfg.weights()
+    return task, [ex for ex in task.train if weights[ex.level] > 0]
+
+
+def _batch_stream(cfg: PretrainConfig, train: Sequence[Any], rng: np.random.Generator) -> Any:
+    """Every batch of the run, drawn at once (``[steps, batch_size]`` indices into ``train``):
+    level ``l`` has probability ``weights[l]``, spread evenly over its examples."""
+    weights = cfg.weights()
+    levels = np.array([ex.level for ex in train])
+    per_level = np.bincount(levels, minlength=weights.size)
+    p = weights[levels] / per_level[levels]
+    return rng.choice(len(train), size=(cfg.steps, cfg.batch_size), p=p / p.sum())
+
+
+def _progress(cfg: PretrainConfig, console: Any) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("[bold]pretrain-tiny"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]:.3f}"),
+        TimeElapsedColumn(),
+        disable=not cfg.progress,
+        transient=True,
+        console=console,
+    )
+
+
+def _train(
+    cfg: PretrainConfig, model: Any, tokenizer: Any, train: Sequence[Any], console: Any
+) -> list[float]:
+    """Teacher-forced training of ``model`` on ``train`` per ``cfg``; the loss of each step."""
+    input_ids, labels = encode_supervised(
+        tokenizer, [ex.prompt for ex in train], [ex.answer for ex in train]
+    )  # [N, T]
+    lengths = (input_ids != tokenizer.pad_token_id).sum(1)  # [N]
+    rng = np.random.default_rng(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98)
+    )
+    warmup = int(cfg.warmup * cfg.steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: _lr_factor(s, cfg.steps, warmup)
+    )
+    model.train()
+    losses: list[float] = []
+    stream = _batch_stream(cfg, train, rng)
+    progress = _progress(cfg, console)
+    with progress:
+        bar = progress.add_task("train", total=cfg.steps, loss=float("nan"))
+        for step in range(cfg.steps):
+            idx = torch.from_numpy(stream[step])
+            width = int(lengths[idx].max())
+            batch_ids = input_ids[idx, :width]  # [B, T]
+            batch_labels = labels[idx, :width]  # [B, T]
+            logits = model(
+                input_ids=batch_ids,
+                attention_mask=(batch_ids != tokenizer.pad_token_id).long(),
+                use_cache=False,
+            ).logits  # [B, T, V]
+            loss = torch.nn.functional.cross_entropy(
+                logits[:, :-1].reshape(-1, logits.shape[-1]),  # [B*(T-1), V]
+                batch_labels[:, 1:].reshape(-1),  # [B*(T-1)]
+                ignore_index=IGNORE_INDEX,
+            )
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            losses.append(loss.item())
+            progress.update(bar, advance=1, loss=losses[-1])
+    return losses
+
+
 def train_and_save(cfg: PretrainConfig, directory: str | os.PathLike | None = None) -> Path:
     """Train the tiny model per ``cfg``, save it into ``directory`` (default ``cfg.out``), print
     the report table and return the directory.
+
+    The caller prints where the model ended up (``main`` and ``ensure_tiny_model``, which trains
+    into a temporary directory and renames it into place).
     """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from trainers.tasks import make_task
 
     if directory is None and cfg.out is None:
         raise ValueError("train_and_save needs a directory or cfg.out; main(cfg) uses the cache")
@@ -371,75 +330,10 @@ def train_and_save(cfg: PretrainConfig, directory: str | os.PathLike | None = No
     threads_before = torch.get_num_threads()
     torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
     try:
-        # The full task (all levels), so that its held-out split is the trainer's; the level
-        # filter applies to the training examples only. The warm start draws from the
-        # 'warmup' half of the expressions: GRPO's prompts ('rl' half) stay unseen.
-        task = make_task(
-            "arithmetic",
-            seed=cfg.seed,
-            num_train=cfg.num_train,
-            num_test=cfg.num_test,
-            pool="warmup",
-        )
-        weights = cfg.weights()
-        train = [ex for ex in task.train if weights[ex.level] > 0]
+        task, train = _warmup_data(cfg)
         tokenizer = build_tiny_tokenizer()
         model = build_tiny_model(cfg.model_config(), cfg.seed, tokenizer=tokenizer)
-        input_ids, labels = encode_supervised(
-            tokenizer, [ex.prompt for ex in train], [ex.answer for ex in train]
-        )  # [N, T]
-        lengths = (input_ids != tokenizer.pad_token_id).sum(1)  # [N]
-        rng = np.random.default_rng(cfg.seed)
-        torch.manual_seed(cfg.seed)
-        optimizer = torch.optim.AdamW(
-            model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98)
-        )
-        warmup = int(cfg.warmup * cfg.steps)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda s: _lr_factor(s, cfg.steps, warmup)
-        )
-        model.train()
-        losses: list[float] = []
-        # Every batch of the run, drawn at once: level l has probability weights[l], spread
-        # evenly over its examples.
-        levels = np.array([ex.level for ex in train])
-        per_level = np.bincount(levels, minlength=weights.size)
-        p = weights[levels] / per_level[levels]
-        stream = rng.choice(len(train), size=(cfg.steps, cfg.batch_size), p=p / p.sum())
-        progress = Progress(
-            TextColumn("[bold]pretrain-tiny"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("loss {task.fields[loss]:.3f}"),
-            TimeElapsedColumn(),
-            disable=not cfg.progress,
-            transient=True,
-            console=console,
-        )
-        with progress:
-            bar = progress.add_task("train", total=cfg.steps, loss=float("nan"))
-            for step in range(cfg.steps):
-                idx = torch.from_numpy(stream[step])
-                width = int(lengths[idx].max())
-                batch_ids = input_ids[idx, :width]  # [B, T]
-                batch_labels = labels[idx, :width]  # [B, T]
-                logits = model(
-                    input_ids=batch_ids,
-                    attention_mask=(batch_ids != tokenizer.pad_token_id).long(),
-                    use_cache=False,
-                ).logits  # [B, T, V]
-                loss = torch.nn.functional.cross_entropy(
-                    logits[:, :-1].reshape(-1, logits.shape[-1]),  # [B*(T-1), V]
-                    batch_labels[:, 1:].reshape(-1),  # [B*(T-1)]
-                    ignore_index=IGNORE_INDEX,
-                )
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                scheduler.step()
-                losses.append(loss.item())
-                progress.update(bar, advance=1, loss=losses[-1])
+        losses = _train(cfg, model, tokenizer, train, console)
         train_seconds = time.perf_counter() - start
         report = evaluate(
             model,
@@ -462,6 +356,7 @@ def train_and_save(cfg: PretrainConfig, directory: str | os.PathLike | None = No
             "train_seconds": train_seconds,
             "total_seconds": time.perf_counter() - start,
             "threads": torch.get_num_threads(),
+            "versions": library_versions(("torch", "transformers", "tokenizers")),
             "report": report,
         }
         # Written last: its presence marks a complete model directory.
@@ -471,22 +366,88 @@ def train_and_save(cfg: PretrainConfig, directory: str | os.PathLike | None = No
     console.print(report_table(report))
     console.print(
         f"loss {meta['loss']['first']:.3f} -> {meta['loss']['last']:.3f} in {cfg.steps} steps, "
-        f"{meta['total_seconds']:.0f} s; saved to {out}"
+        f"{meta['total_seconds']:.0f} s"
     )
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The cache that load_policy("tiny") reads
+# ----------------------------------------------------------------------------------------------
+
+
+def _config_digest(cfg: PretrainConfig) -> str:
+    fields = dataclasses.asdict(cfg)
+    fields.pop("out", None)
+    fields.pop("progress", None)
+    fields["recipe_version"] = TINY_RECIPE_VERSION
+    text = json.dumps(fields, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def tiny_model_dir(cfg: PretrainConfig | None = None) -> Path:
+    """Where the warm-started tiny model of ``cfg`` (default: ``PretrainConfig()``) is cached.
+
+    ``$ADAROLL_CACHE_DIR/models/tiny-<digest>`` (default root ``~/.cache/adaroll``); the digest
+    hashes the pretraining config (all fields but ``out`` and ``progress``) and the recipe version.
+    """
+    return cache_dir() / "models" / f"tiny-{_config_digest(cfg or PretrainConfig())}"
+
+
+def _is_complete(directory: Path) -> bool:
+    return (directory / TINY_METADATA_FILE).is_file()
+
+
+def ensure_tiny_model(cfg: PretrainConfig | None = None, *, announce: bool = True) -> Path:
+    """The cached tiny model directory of ``cfg``, built (once, atomically) if missing.
+
+    Concurrent callers (pytest-xdist workers, several trainers) wait on a file lock; the first
+    trains into a temporary directory beside the target and renames it into place, the others
+    find it complete. Everything printed names the final directory, never the temporary one.
+    """
+    import fcntl
+
+    cfg = cfg if cfg is not None else PretrainConfig()
+    target = tiny_model_dir(cfg)
+    if _is_complete(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if _is_complete(target):
+                return target
+            if announce:
+                print(f"adaroll: building the warm-started tiny model (once) into {target}")
+            tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
+            tmp.chmod(0o755)  # mkdtemp makes it private; the cache is shared like any other
+            try:
+                train_and_save(cfg, tmp)
+                if target.exists():  # an incomplete leftover (never a finished build)
+                    shutil.rmtree(target)
+                os.replace(tmp, target)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            if announce:
+                print(f"adaroll: saved the warm-started tiny model to {target}")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return target
 
 
 def main(cfg: PretrainConfig) -> Path:
     """Warm-start the tiny model; with ``out`` unset, into the cache that ``load_policy('tiny')``
     reads (reusing a cached build of the same config).
     """
-    if cfg.out is not None:
-        return train_and_save(cfg)
     from rich.console import Console
 
-    from trainers.models import ensure_tiny_model, tiny_model_dir
+    if cfg.out is not None:
+        path = train_and_save(cfg)
+        Console().print(f"saved to {path}")
+        return path
 
-    cached = (tiny_model_dir(cfg) / TINY_METADATA_FILE).is_file()
+    cached = _is_complete(tiny_model_dir(cfg))
     path = ensure_tiny_model(cfg)
     if cached:
         meta = json.loads((path / TINY_METADATA_FILE).read_text())

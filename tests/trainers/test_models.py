@@ -342,3 +342,76 @@ def test_pretrain_tiny_command_rejects_bad_options(capsys):
         cli.main(["pretrain-tiny", "--steps", "0"])
     assert exc.value.code == 2
     assert "steps (0) must be a positive integer" in capsys.readouterr().err
+
+
+# -- dropout, paths, errors -----------------------------------------------------------------
+
+
+def test_disable_dropout_silences_modules_config_and_copied_rates():
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=64,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        head_dim=64,
+        attention_dropout=0.5,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    model.model.extra = torch.nn.Dropout(0.3)  # an nn.Dropout anywhere in the tree
+    model.train()
+    ids = torch.tensor([[1, 5, 7, 9, 11, 13]])
+    a, b = model(input_ids=ids).logits, model(input_ids=ids).logits
+    assert not torch.equal(a, b)  # dropout on: two passes differ
+    models_mod.disable_dropout(model)
+    assert model.config.attention_dropout == 0.0
+    # Llama attention copies its rate at construction; the config alone would leave it on.
+    assert all(getattr(m, "attention_dropout", 0.0) == 0.0 for m in model.modules()), (
+        "a module kept its dropout rate"
+    )
+    assert model.model.extra.p == 0.0
+    a, b = model(input_ids=ids).logits, model(input_ids=ids).logits
+    assert model.training and torch.equal(a, b)  # still in train mode, now deterministic
+
+
+def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
+    from trainers.paths import cache_dir
+
+    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tmp_path / "c"))
+    assert cache_dir() == tmp_path / "c"
+    assert tiny_model_dir().parent == tmp_path / "c" / "models"
+    monkeypatch.delenv("ADAROLL_CACHE_DIR")
+    assert cache_dir() == models_mod.Path.home() / ".cache" / "adaroll"
+    assert cache_dir(tmp_path) == tmp_path
+
+
+def test_a_missing_model_path_is_a_user_error_the_cli_reports(tmp_path, capsys):
+    from trainers.paths import MissingPathError
+
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(MissingPathError) as exc:
+        load_policy(str(missing))
+    # Both kinds: callers catching FileNotFoundError or ValueError treat it as the user's.
+    assert isinstance(exc.value, FileNotFoundError) and isinstance(exc.value, ValueError)
+    out = tmp_path / "run"
+    argv = ["grpo", "--model", str(missing), "--steps", "1", "--no-progress", "--out", str(out)]
+    with pytest.raises(SystemExit) as stop:
+        cli.main([*argv, "--device", "cpu"])
+    assert stop.value.code == 2
+    assert str(missing) in capsys.readouterr().err
+    # load_policy's own message says how to fix it
+    assert "adaroll pretrain-tiny --out DIR" in str(exc.value)
+
+
+def test_the_tiny_build_prints_its_final_path_not_the_temporary_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tmp_path))
+    cfg = PretrainConfig(**SMALL)
+    path = ensure_tiny_model(cfg)
+    printed = capsys.readouterr().out
+    assert path == tiny_model_dir(cfg) and (path / TINY_METADATA_FILE).is_file()
+    assert f"saved the warm-started tiny model to {path}" in printed
+    assert ".tmp-" not in printed
+    versions = json.loads((path / TINY_METADATA_FILE).read_text())["versions"]
+    assert {"python", "torch", "transformers", "tokenizers"} <= set(versions)

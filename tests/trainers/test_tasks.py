@@ -392,3 +392,35 @@ def test_arithmetic_pools_split_the_non_test_expressions() -> None:
     assert all_p & rl_p and all_p & warm_p
     with pytest.raises(ValueError, match="pool must be"):
         make_task("arithmetic", pool="sft")
+
+
+def test_a_missing_task_file_is_a_user_error_the_cli_reports(tmp_path, capsys):
+    from trainers import cli
+    from trainers.paths import MissingPathError
+
+    missing = tmp_path / "nope.jsonl"
+    with pytest.raises(MissingPathError) as exc:
+        make_task(f"jsonl:{missing}")
+    assert isinstance(exc.value, FileNotFoundError) and isinstance(exc.value, ValueError)
+    assert str(missing) in str(exc.value) and "check the path" in str(exc.value)
+    with pytest.raises(ValueError, match=r"is a directory: name a JSON-lines file"):
+        make_task(f"jsonl:{tmp_path}")
+    argv = ["grpo", "--task", f"jsonl:{missing}", "--steps", "1", "--no-progress"]
+    with pytest.raises(SystemExit) as stop:
+        cli.main([*argv, "--out", str(tmp_path / "run"), "--device", "cpu"])
+    assert stop.value.code == 2
+    assert str(missing) in capsys.readouterr().err
+
+
+def test_jsonl_line_that_is_not_utf8_names_the_file_and_line(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"question": "a", "answer": "1"}\n{"question": "caf\xe9", "answer": "2"}\n')
+    with pytest.raises(ValueError, match=r"latin1\.jsonl, line 2: not UTF-8"):
+        jsonl_task(path)
+
+
+def test_jsonl_line_numbers_count_every_line_ending(tmp_path):
+    path = tmp_path / "crlf.jsonl"
+    path.write_bytes(b'{"question": "a", "answer": "1"}\r\n\r\n{"question": "b"}\r\n')
+    with pytest.raises(ValueError, match=r"crlf\.jsonl, line 3: no answer field"):
+        jsonl_task(path)

@@ -30,8 +30,9 @@ class SamplingSpec:
     top_p: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        from adaroll_env.errors import check_int  # here: importing this module stays light
+
+        check_int("max_new_tokens", self.max_new_tokens, 1)
         if not self.temperature >= 0:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from adaroll_env.errors import check_int
+from trainers.collate import pad_batch
 from trainers.engines.base import Generation, SamplingSpec, check_request
 
 
@@ -27,8 +29,7 @@ class HFEngine:
     name = "hf"
 
     def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 256) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_int("batch_size", batch_size, 1)
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
@@ -92,15 +93,13 @@ class HFEngine:
     def _generate_chunk(
         self, prompts: list[list[int]], sampling: SamplingSpec, device: torch.device
     ) -> tuple[list[list[int]], list[np.ndarray], np.ndarray]:
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)  # [b, P]
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)  # [b, P]
-        for j, p in enumerate(prompts):
-            input_ids[j, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            attention[j, width - len(p) :] = 1
+        input_ids, attention = pad_batch(
+            prompts, pad_id=self.pad_id, side="left", device=device
+        )  # [b, P]
+        width = input_ids.shape[1]
         out = self.model.generate(
-            input_ids=input_ids.to(device),
-            attention_mask=attention.to(device),
+            input_ids=input_ids,
+            attention_mask=attention,
             generation_config=self._generation_config(sampling),
         )
         new = out.sequences[:, width:].cpu()  # [b, T]

@@ -57,6 +57,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from adaroll_env.errors import check_int
 from trainers.engines.base import Generation, SamplingSpec, check_request
 
 LogprobsMode = Literal["processed_logprobs", "raw_logprobs"]
@@ -130,8 +131,7 @@ class VLLMEngine:
         logprobs_mode: LogprobsMode = "processed_logprobs",
         **llm_kwargs: Any,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_int("batch_size", batch_size, 1)
         if logprobs_mode not in ("processed_logprobs", "raw_logprobs"):
             raise ValueError(
                 f"logprobs_mode must be 'processed_logprobs' or 'raw_logprobs', got "

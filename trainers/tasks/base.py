@@ -1,0 +1,180 @@
+"""``Task`` and ``Example``: prompts, reference answers and the scorer every task shares.
+
+A :class:`Task` holds a ``train`` and a ``test`` list of :class:`Example` and scores completions
+with either a :data:`Verifier` ``(completion, example) -> reward`` or TRL-style reward functions
+``f(prompts, completions, completion_ids=..., **columns) -> list[float | None]``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: Test ids start here so that they never collide with train ids (line indices or 0..n-1).
+TEST_ID_OFFSET = 1_000_000
+
+
+@dataclass(frozen=True)
+class Example:
+    """One prompt with its reference answer.
+
+    ``id`` is stable and unique within a task (train and test ids are disjoint); the trainer keys
+    its per-prompt beliefs by it. ``level`` is the difficulty level (0 = easiest; 0 when unknown).
+    """
+
+    id: int
+    prompt: str
+    answer: str
+    level: int = 0
+
+
+#: ``(completion text, example) -> reward in [0, 1]``.
+Verifier = Callable[[str, Example], float]
+#: TRL's reward-function signature: ``f(prompts, completions, completion_ids=..., **columns)``.
+RewardFunc = Callable[..., Sequence[float | None]]
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Rewards of a batch of completions and how many verifier calls raised."""
+
+    rewards: np.ndarray  # float64 [n]
+    errors: int  # verifier/reward-function calls that raised (those completions score 0)
+
+
+class Task:
+    """Prompts, answers and a scorer.
+
+    Scoring uses ``reward_funcs`` when given (TRL-style, summed over functions), else ``verifier``.
+    A verifier that raises on a completion gives it 0 and counts one error; a reward function that
+    raises gives the whole call's completions 0 and counts each of them as an error. Neither
+    crashes the trainer. A reward function returning a list of the wrong length is a bug in it and
+    raises ``ValueError``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        train: list[Example],
+        test: list[Example],
+        *,
+        verifier: Verifier | None = None,
+        reward_funcs: RewardFunc | Sequence[RewardFunc] | None = None,
+        reward_source: str = "",
+    ) -> None:
+        if verifier is None and reward_funcs is None:
+            raise ValueError(f"task {name!r} has no verifier: pass verifier= or reward_funcs=")
+        train_ids = [ex.id for ex in train]
+        test_ids = [ex.id for ex in test]
+        for split, ids in (("train", train_ids), ("test", test_ids)):
+            dup = [i for i, k in Counter(ids).items() if k > 1]
+            if dup:
+                raise ValueError(f"task {name!r}: duplicate {split} ids {dup[:5]}; ids are unique")
+        shared = set(train_ids) & set(test_ids)
+        if shared:
+            raise ValueError(
+                f"task {name!r}: ids {sorted(shared)[:5]} are in both train and test; "
+                f"offset test ids (e.g. by {TEST_ID_OFFSET})"
+            )
+        self.name = name
+        self.train = train
+        self.test = test
+        self.verifier = verifier
+        self.reward_funcs: list[RewardFunc] = _as_func_list(reward_funcs)
+        if self.reward_funcs:
+            names = " + ".join(getattr(f, "__name__", type(f).__name__) for f in self.reward_funcs)
+            reward_source = f"reward_funcs: {names}"
+        self.reward_source = reward_source
+
+    def __repr__(self) -> str:
+        return f"Task({self.name!r}, train={len(self.train)}, test={len(self.test)})"
+
+    def score(
+        self,
+        examples: Sequence[Example],
+        completions: Sequence[str],
+        completion_ids: Sequence[Sequence[int]] | None = None,
+    ) -> Scores:
+        """Score ``completions[i]`` against ``examples[i]``; returns rewards [n] and error count."""
+        n = len(completions)
+        if len(examples) != n:
+            raise ValueError(
+                f"score got {len(examples)} examples and {n} completions: pass one example per "
+                "completion (repeat an example for each of its samples)"
+            )
+        if completion_ids is not None and len(completion_ids) != n:
+            raise ValueError(
+                f"score got {len(completion_ids)} completion_ids for {n} completions: pass one "
+                "token-id list per completion, or None"
+            )
+        if self.reward_funcs:
+            return _score_reward_funcs(self.reward_funcs, examples, completions, completion_ids)
+        assert self.verifier is not None
+        rewards = np.zeros(n, dtype=np.float64)  # [n]
+        errors = 0
+        for i, (example, completion) in enumerate(zip(examples, completions, strict=True)):
+            try:
+                rewards[i] = float(self.verifier(completion, example))
+            except Exception:
+                errors += 1
+        return Scores(rewards=rewards, errors=errors)
+
+    def describe(self) -> dict[str, Any]:
+        """Name, split sizes, level histograms and reward source, for run logs."""
+        return {
+            "name": self.name,
+            "num_train": len(self.train),
+            "num_test": len(self.test),
+            "levels": {
+                "train": dict(sorted(Counter(ex.level for ex in self.train).items())),
+                "test": dict(sorted(Counter(ex.level for ex in self.test).items())),
+            },
+            "reward": self.reward_source,
+        }
+
+
+def _as_func_list(reward_funcs: RewardFunc | Sequence[RewardFunc] | None) -> list[RewardFunc]:
+    if reward_funcs is None:
+        return []
+    funcs = [reward_funcs] if callable(reward_funcs) else list(reward_funcs)
+    for f in funcs:
+        if not callable(f):
+            raise TypeError(
+                f"reward_funcs entries must be callables f(prompts, completions, **kwargs), "
+                f"got {type(f).__name__}: pass a function or a list of functions"
+            )
+    return funcs
+
+
+def _score_reward_funcs(
+    funcs: Sequence[RewardFunc],
+    examples: Sequence[Example],
+    completions: Sequence[str],
+    completion_ids: Sequence[Sequence[int]] | None,
+) -> Scores:
+    n = len(completions)
+    prompts = [ex.prompt for ex in examples]
+    columns: dict[str, Any] = {
+        "answer": [ex.answer for ex in examples],
+        "level": [ex.level for ex in examples],
+        "id": [ex.id for ex in examples],
+    }
+    ids = None if completion_ids is None else [list(c) for c in completion_ids]
+    total = np.zeros(n, dtype=np.float64)  # [n]
+    for f in funcs:
+        try:
+            out = list(f(prompts, list(completions), completion_ids=ids, **columns))
+        except Exception:
+            return Scores(rewards=np.zeros(n, dtype=np.float64), errors=n)
+        name = getattr(f, "__name__", type(f).__name__)
+        if len(out) != n:
+            raise ValueError(
+                f"reward function {name!r} returned {len(out)} rewards for {n} completions: "
+                "return one float (or None) per completion"
+            )
+        total += np.array([0.0 if r is None else float(r) for r in out], dtype=np.float64)
+    return Scores(rewards=total, errors=0)
