@@ -30,7 +30,13 @@ from adaroll_env.model import (
     utility_value,
 )
 from adaroll_env.priors import PROFILES, fit_beta, list_profiles, resolve_difficulty
-from adaroll_env.utilities import expected_utility, list_utilities, register_utility
+from adaroll_env.utilities import (
+    expected_utility,
+    list_utilities,
+    list_utility_families,
+    register_utility,
+    register_utility_family,
+)
 
 __version__ = "0.1.0"
 
@@ -69,9 +75,11 @@ __all__ = [
     "initial_state",
     "list_profiles",
     "list_utilities",
+    "list_utility_families",
     "observe",
     "predictive",
     "register_utility",
+    "register_utility_family",
     "resolve_difficulty",
     "split_round",
     "utility_value",

@@ -297,6 +297,80 @@ def fit_beta(difficulty: DifficultySpec, *, min_concentration: float = 1e-2) -> 
     return float(mean * conc), float((1.0 - mean) * conc)
 
 
+def fit_beta_binomial(
+    successes: ArrayLike,
+    failures: ArrayLike,
+    *,
+    weights: ArrayLike | None = None,
+    bounds: tuple[float, float] = (1e-3, 1e4),
+) -> tuple[float, float]:
+    """The Beta(a, b) prior maximising the Beta-binomial marginal likelihood of the counts.
+
+    Each row is one prompt's evidence: ``successes`` and ``failures`` (real numbers allowed, e.g.
+    counts discounted by forgetting), optionally ``weights``. The log-likelihood
+    Σ_i w_i·[ln B(a + s_i, b + f_i) − ln B(a, b)] (binomial coefficients are constant) is
+    maximised over (ln a, ln b) inside ``bounds`` by L-BFGS-B with its exact gradient; rows with
+    no evidence carry no information and are dropped, identical rows are merged first. Unlike a
+    moments fit of posterior means (which are already shrunk toward the prior that produced
+    them), this is the empirical-Bayes estimate of the prompts' pass-rate distribution: on
+    U-shaped data (many 0/n and n/n groups) it finds a, b well below 1.
+
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.beta(0.3, 0.5, size=20000)
+    >>> s = rng.binomial(8, p)
+    >>> a, b = fit_beta_binomial(s, 8 - s)
+    >>> round(a, 1), round(b, 1)
+    (0.3, 0.5)
+    """
+    from scipy.optimize import minimize
+    from scipy.special import digamma
+
+    s = np.asarray(successes, dtype=np.float64).ravel()
+    f = np.asarray(failures, dtype=np.float64).ravel()
+    w = np.ones_like(s) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
+    if not (s.shape == f.shape == w.shape):
+        raise ValueError(
+            f"successes, failures and weights must have one length each, got {s.size}, "
+            f"{f.size} and {w.size}"
+        )
+    bad = ~np.isfinite(s) | ~np.isfinite(f) | ~np.isfinite(w) | (s < 0) | (f < 0) | (w < 0)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"counts and weights must be finite and >= 0; row {i} has successes={s[i]!r}, "
+            f"failures={f[i]!r}, weight={w[i]!r}"
+        )
+    keep = (s + f > 0) & (w > 0)
+    rows, inverse = np.unique(np.stack([s[keep], f[keep]], axis=1), axis=0, return_inverse=True)
+    if rows.shape[0] == 0 or np.count_nonzero(keep) < 2:
+        raise ValueError(
+            f"fit_beta_binomial needs the evidence of at least 2 prompts, got "
+            f"{int(np.count_nonzero(keep))}: keep a fixed prior until more prompts are seen"
+        )
+    wk = np.bincount(inverse.ravel(), weights=w[keep], minlength=rows.shape[0])  # [U]
+    su, fu = rows[:, 0], rows[:, 1]  # [U]
+    total = float(wk.sum())
+    lo, hi = np.log(bounds[0]), np.log(bounds[1])
+
+    def objective(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        a, b = np.exp(theta)
+        ll = np.sum(wk * betaln(a + su, b + fu)) - total * betaln(a, b)
+        psi_ab = digamma(a + b + su + fu)  # [U]
+        da = np.sum(wk * (digamma(a + su) - psi_ab)) - total * (digamma(a) - digamma(a + b))
+        db = np.sum(wk * (digamma(b + fu) - psi_ab)) - total * (digamma(b) - digamma(a + b))
+        return -float(ll) / total, -np.array([da * a, db * b]) / total
+
+    # Start from the moments of the raw rates (not of shrunk posterior means).
+    rate = su / (su + fu)
+    mean = float(np.clip(np.average(rate, weights=wk), 0.05, 0.95))
+    var = float(np.average((rate - mean) ** 2, weights=wk))
+    conc = float(np.clip(mean * (1 - mean) / max(var, 1e-6) - 1.0, 0.1, 100.0))
+    start = np.clip(np.log([mean * conc, (1 - mean) * conc]), lo, hi)
+    res = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[(lo, hi), (lo, hi)])
+    a, b = np.exp(res.x)
+    return float(a), float(b)
+
+
 def apply_drift(p: ArrayLike, shift: float) -> NDArray[np.float64]:
     """Raise pass rates by ``shift`` in logit space (p = 0 and p = 1 stay where they are)."""
     p = np.asarray(p, dtype=np.float64)

@@ -9,13 +9,18 @@ is a vectorised pure function of integer numpy arrays and is 0 when n = s + f = 
 | ``hit`` | 1 if s>0 | at least one correct rollout (HORA, AR3PO) |
 | ``grpo_signal`` | 2·sqrt(s·f)/n | mean absolute std-normalised advantage |
 | ``dr_grpo_signal`` | 2·s·f/n² | mean absolute advantage without std normalisation |
+| ``snr(κ)`` | 1[s>0, f>0]·(n−1)²/((n−1)² + κ·n) | depth-aware gradient signal-to-noise (a family) |
 
-A custom utility is named by ``"package.module:function"`` and must follow the same contract.
+Parametrised families are named with their numeric arguments, ``"snr(8)"``: the full name is the
+utility's identity (index tables and caches key on it), ``list_utility_families()`` lists them and
+``register_utility_family`` adds one. A custom utility is named by ``"package.module:function"``
+and must follow the same contract.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +62,92 @@ def dr_grpo_signal(s: ArrayLike, f: ArrayLike) -> NDArray[np.float64]:
     return np.asarray(out, dtype=np.float64)
 
 
+def snr(kappa: float) -> UtilityFn:
+    """The depth-aware utility u = 1[s>0, f>0]·(n−1)²/((n−1)² + κ·n), saturating in n.
+
+    Derivation (a one-step model of the GRPO gradient; DESIGN §10). A mixed group of n rollouts
+    contributes n − 1 degrees of freedom of advantage signal, so the batch gradient's signal
+    grows with Σ(n_i − 1); prompts disagree about the direction, so the between-prompt part of
+    its noise grows with Σ(n_i − 1)²; every rollout adds independent sampling noise, Σ n_i. One
+    prompt's share of the signal-to-noise is then (n − 1)² / ((n − 1)² + κ·n), with κ the ratio
+    of within-prompt sampling noise to between-prompt spread. At κ → 0 it is ``informative``
+    (2 rollouts count as much as 16); as κ grows it approaches (n − 1)²/(κ·n), linear in n like
+    the gradient mass that pours the budget into few prompts. 0 for degenerate groups and n < 2.
+
+    >>> snr(8.0)(np.array([1, 8]), np.array([1, 8])).round(3)
+    array([0.059, 0.637])
+    """
+    k = float(kappa)
+    if not np.isfinite(k) or k <= 0.0:
+        raise ValueError(
+            f"snr's kappa must be a finite number > 0, got {kappa!r}: kappa is the ratio of "
+            "within-prompt sampling noise to between-prompt spread (e.g. snr(8)); "
+            "kappa -> 0 is 'informative'"
+        )
+
+    def utility(s: ArrayLike, f: ArrayLike) -> NDArray[np.float64]:
+        s_arr, f_arr = np.asarray(s, dtype=np.float64), np.asarray(f, dtype=np.float64)
+        n = s_arr + f_arr
+        d2 = (n - 1.0) ** 2
+        mixed = (s_arr > 0) & (f_arr > 0)
+        out = np.where(mixed, d2 / np.where(mixed, d2 + k * n, 1.0), 0.0)
+        return np.asarray(out, dtype=np.float64)
+
+    utility.__name__ = utility.__qualname__ = f"snr({k:g})"
+    return utility
+
+
+UtilityFamily = Callable[..., UtilityFn]
+
+_FAMILIES: dict[str, UtilityFamily] = {"snr": snr}
+
+_FAMILY_NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$")
+
+
+def list_utility_families() -> list[str]:
+    """Names of the registered parametrised utility families (named as ``"family(args)"``)."""
+    return sorted(_FAMILIES)
+
+
+def register_utility_family(name: str, factory: UtilityFamily, *, overwrite: bool = False) -> None:
+    """Register ``factory(*numbers) -> u(s, f)`` so that ``"name(x, y)"`` names a utility.
+
+    The factory validates its own arguments (raising ``ValueError`` with the fix). Like
+    ``register_utility``, registration is per process.
+    """
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(f"utility family name {name!r} must be an identifier (letters, _, digits)")
+    if name in _FAMILIES and not overwrite:
+        raise ValueError(
+            f"utility family {name!r} is already registered: pass overwrite=True to replace it"
+        )
+    if not callable(factory):
+        raise TypeError(f"utility family {name!r} must be callable, got {type(factory).__name__}")
+    _FAMILIES[name] = factory
+    get_utility.cache_clear()
+
+
+def _family_utility(name: str, match: re.Match[str]) -> UtilityFn:
+    family, text = match.group(1), match.group(2)
+    if family not in _FAMILIES:
+        raise unknown_name(
+            "utility family", family, _FAMILIES, f"(in {name!r}; families take numbers: 'snr(8)')"
+        )
+    args: list[float] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            args.append(float(part))
+        except ValueError:
+            raise ValueError(
+                f"utility {name!r}: argument {part!r} is not a number; "
+                f"write the family's numeric arguments, e.g. '{family}(8)'"
+            ) from None
+    try:
+        return _FAMILIES[family](*args)
+    except TypeError as exc:
+        raise ValueError(f"utility {name!r}: wrong number of arguments ({exc})") from None
+
+
 _REGISTRY: dict[str, UtilityFn] = {
     "informative": informative,
     "hit": hit,
@@ -95,6 +186,9 @@ def get_utility(name: str) -> UtilityFn:
         raise TypeError(
             f"utility must be a registered name or 'module:function' string, got {name!r}"
         )
+    family = _FAMILY_NAME.match(name)
+    if family is not None:
+        return _family_utility(name, family)
     if ":" in name:
         fn: Any = import_object(name, "utility")
         if not callable(fn):
@@ -110,7 +204,12 @@ def get_utility(name: str) -> UtilityFn:
         return _REGISTRY[name]
     except KeyError:
         raise unknown_name(
-            "utility", name, _REGISTRY, "Or give a custom one as 'package.module:function'."
+            "utility",
+            name,
+            _REGISTRY,
+            "Or a parametrised family ("
+            + ", ".join(f"'{f}(...)'" for f in sorted(_FAMILIES))
+            + "), or a custom one as 'package.module:function'.",
         ) from None
 
 

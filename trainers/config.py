@@ -95,6 +95,20 @@ class GRPOConfig:
             "that never react to outcomes, such as uniform)"
         ),
     )
+    rounds: int | None = field(
+        default=None,
+        metadata=field_help(
+            "decision rounds per step, equal in size (round size ceil(N/rounds)); an "
+            "alternative to round_size: each round costs one generation latency"
+        ),
+    )
+    pool_size: int | None = field(
+        default=None,
+        metadata=field_help(
+            "P >= B candidate prompts an adaptive allocator sees each step (it may give some "
+            "none; the budget is unchanged); outcome-blind allocators such as uniform keep B"
+        ),
+    )
     pilot: int = field(
         default=0, metadata=field_help("rollouts every prompt gets before allocating")
     )
@@ -114,7 +128,17 @@ class GRPOConfig:
     )
     belief_prior: BeliefPrior = field(
         default="fixed",
-        metadata=field_help("prior of unseen prompts: 'fixed' or 'fitted' to the belief store"),
+        metadata=field_help(
+            "prior of unseen prompts: 'fixed', or 'fitted' to the belief store (Beta-binomial "
+            "marginal likelihood of its counts)"
+        ),
+    )
+    belief_group: str = field(
+        default="none",
+        metadata=field_help(
+            "with --belief-prior fitted, fit one prior per group of prompts: 'none', or "
+            "'level' (the task's difficulty level; jsonl tasks read it from their 'level' field)"
+        ),
     )
     # optimisation
     steps: int = field(default=200, metadata=field_help("training steps (GRPO updates)"))
@@ -228,11 +252,49 @@ class GRPOConfig:
             check_config_int(name, getattr(self, name), 0)
         if self.threads is not None:
             check_config_int("threads", self.threads, 0)
-        for name in ("budget", "round_size", "max_group", "eval_size", "task_size"):
+        for name in (
+            "budget",
+            "round_size",
+            "rounds",
+            "pool_size",
+            "max_group",
+            "eval_size",
+            "task_size",
+        ):
             value = getattr(self, name)
             if value is not None:
                 check_config_int(name, value, 1)
         budget = self.rollout_budget
+        if self.rounds is not None and self.round_size is not None:
+            raise ValueError(
+                f"rounds ({self.rounds}) and round_size ({self.round_size}) both set: give one "
+                "(rounds sets round_size to ceil(budget / rounds))"
+            )
+        if self.rounds is not None and self.rounds > budget:
+            raise ValueError(
+                f"rounds ({self.rounds}) exceeds the budget ({budget}): a round hands out at "
+                "least one rollout"
+            )
+        if self.pool_size is not None and self.pool_size < self.batch_size:
+            raise ValueError(
+                f"pool_size ({self.pool_size}) is smaller than batch_size ({self.batch_size}): "
+                "a pool holds at least the B prompts a uniform step uses"
+            )
+        if self.belief_group not in ("none", "level"):
+            raise ValueError(
+                f"belief_group must be 'none' or 'level', got {self.belief_group!r}: group "
+                "priors by the task's difficulty level, or not at all"
+            )
+        if self.belief_group != "none" and self.belief_prior != "fitted":
+            raise ValueError(
+                f"belief_group {self.belief_group!r} fits one prior per group, which needs "
+                "--belief-prior fitted (with 'fixed' every prompt starts from the same prior)"
+            )
+        if self.pool_size is not None and budget <= self.pilot * self.pool_size:
+            raise ValueError(
+                f"budget ({budget}) must exceed pilot·pool_size ({self.pilot}·{self.pool_size}): "
+                "the pilot runs on every prompt of the pool; lower pilot or pool_size"
+            )
         if budget <= self.pilot * self.batch_size:
             raise ValueError(
                 f"budget ({budget}) must exceed the pilot's pilot·B ({self.pilot}·"
@@ -277,6 +339,13 @@ class GRPOConfig:
     def rollout_budget(self) -> int:
         """N: rollouts per step (``budget``, else ``group_size · batch_size``)."""
         return self.budget if self.budget is not None else self.group_size * self.batch_size
+
+    @property
+    def rounds_round_size(self) -> int | None:
+        """The round size that ``rounds`` equal rounds give (None when ``rounds`` is unset)."""
+        if self.rounds is None:
+            return None
+        return -(-self.rollout_budget // self.rounds)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as a plain dict (what the run directory records)."""

@@ -96,7 +96,7 @@ class GRPOTrainingEnv(gym.Env[dict[str, NDArray[np.float32]], NDArray[np.float32
         self.render_mode = render_mode
         t = trainer
         template = am.AllocationParams(
-            num_questions=t.local_batch,
+            num_questions=t.local_pool,
             budget=t.local_budget,
             pilot=t.cfg.pilot,
             max_group=t.cfg.max_group,

@@ -36,6 +36,7 @@ class StepReport:
     rollouts_total: int
     questions: int
     informative_frac: float
+    informative_prompts: int
     all_correct_frac: float
     all_wrong_frac: float
     empty_frac: float
@@ -87,7 +88,7 @@ def build_report(
 ) -> StepReport:
     """The step's report from its successes ``s`` and failures ``f`` per question, the update's
     statistics and timings; summed over ranks (``t.world > 1``)."""
-    sums = _step_sums(ro, s, f, train)
+    sums = _step_sums(ro, s, f, train, t.cfg.utility)
     if t.world > 1:
         sums = all_reduce(t, sums)
         for k in train:
@@ -105,10 +106,11 @@ def build_report(
         rollouts_total=t.rollouts_total,
         questions=int(sums["questions"]),
         informative_frac=sums["informative"] / q,
+        informative_prompts=int(sums["informative"]),
         all_correct_frac=sums["all_correct"] / q,
         all_wrong_frac=sums["all_wrong"] / q,
         empty_frac=sums["empty"] / q,
-        utilities={name: sums[f"u/{name}"] for name in list_utilities()},
+        utilities={name: sums[f"u/{name}"] for name in _reported_utilities(t.cfg.utility)},
         reward=mean,
         reward_std=math.sqrt(var),
         frac_reward_zero_std=sums["zero_std"] / max(sums["groups"], 1.0),
@@ -137,8 +139,18 @@ def build_report(
     )
 
 
+def _reported_utilities(utility: str) -> list[str]:
+    """Every registered utility, plus the run's own when it is a family member or custom."""
+    names = list_utilities()
+    return names if utility in names else [*names, utility]
+
+
 def _step_sums(
-    ro: Rollouts, s: NDArray[np.int64], f: NDArray[np.int64], train: dict[str, float]
+    ro: Rollouts,
+    s: NDArray[np.int64],
+    f: NDArray[np.int64],
+    train: dict[str, float],
+    utility: str,
 ) -> dict[str, float]:
     """This rank's sums (what ranks add up) behind the report's fractions and means."""
     n = s + f
@@ -160,7 +172,7 @@ def _step_sums(
         "errors": float(ro.errors),
         "tokens": float(ro.tokens),
     }
-    for name in list_utilities():
+    for name in _reported_utilities(utility):
         sums[f"u/{name}"] = float(np.sum(get_utility(name)(s, f)))
     for k, v in train.items():
         sums[f"t/{k}"] = v

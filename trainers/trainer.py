@@ -150,9 +150,20 @@ class GRPOTrainer:
             )
         self.local_batch = cfg.batch_size // self.world
         self.local_budget = cfg.rollout_budget // self.world
-        if cfg.round_size is not None:
-            self.local_round = max(1, cfg.round_size // self.world)
-        elif not self.external and not _is_adaptive(self._allocator_spec):
+        adaptive = self.external or _is_adaptive(self._allocator_spec)
+        # a pool of candidates only for allocators that read outcomes: uniform keeps its B
+        self.local_pool = self.local_batch
+        if cfg.pool_size is not None and adaptive:
+            if cfg.pool_size % self.world:
+                raise ValueError(
+                    f"pool_size ({cfg.pool_size}) must be divisible by the number of processes "
+                    f"({self.world})"
+                )
+            self.local_pool = cfg.pool_size // self.world
+        round_size = cfg.round_size if cfg.round_size is not None else cfg.rounds_round_size
+        if round_size is not None:
+            self.local_round = max(1, round_size // self.world)
+        elif not adaptive:
             self.local_round = self.local_budget  # outcome-blind: one round, the same split
         else:
             self.local_round = self.local_batch
@@ -225,7 +236,8 @@ class GRPOTrainer:
     def peek_batches(self, n: int) -> list[list[Example]]:
         """The batches (this rank's shards) of the next ``n`` steps, in order, without drawing
         them: the trainer then sees exactly these."""
-        return self.data.peek(n, batch_size=self.cfg.batch_size, rank=self.rank, world=self.world)
+        size = self.local_pool * self.world
+        return self.data.peek(n, batch_size=size, rank=self.rank, world=self.world)
 
     def prompt_ids(self, example: Example) -> list[int]:
         """Token ids of an example's prompt (cached): in the tokenizer's chat template with
@@ -241,6 +253,12 @@ class GRPOTrainer:
             )
             self._prompt_ids[example.id] = ids
         return ids
+
+    def _belief_groups(self) -> list[int] | None:
+        """The belief-group key of each prompt of the step (None: no grouping)."""
+        if self.cfg.belief_group == "level":
+            return [e.level for e in self.examples]
+        return None
 
     def _make_allocator(self, params: am.AllocationParams, seed: int) -> Any:
         if self.external:
@@ -286,8 +304,11 @@ class GRPOTrainer:
             self.abandoned += 1
         cfg = self.cfg
         self.step_start = time.perf_counter()
-        self.examples = self.data.next_batch(cfg.batch_size, rank=self.rank, world=self.world)
-        alpha, beta = self.beliefs.prior([e.id for e in self.examples], self.step)
+        size = self.local_pool * self.world
+        self.examples = self.data.next_batch(size, rank=self.rank, world=self.world)
+        alpha, beta = self.beliefs.prior(
+            [e.id for e in self.examples], self.step, self._belief_groups()
+        )
         self.params = am.AllocationParams(
             num_questions=len(self.examples),
             budget=self.local_budget,
@@ -360,7 +381,9 @@ class GRPOTrainer:
         self.engine.sync_weights(self.policy)
         s = np.asarray(self.state.successes, dtype=np.int64)
         f = np.asarray(self.state.failures, dtype=np.int64)
-        self.beliefs.update([e.id for e in self.examples], s, f, self.step)
+        self.beliefs.update(
+            [e.id for e in self.examples], s, f, self.step, groups=self._belief_groups()
+        )
         report = build_report(self, ro, s, f, train, train_seconds)
         self.rollouts_total += report.rollouts
         report.rollouts_total = self.rollouts_total

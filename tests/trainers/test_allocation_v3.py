@@ -1,0 +1,99 @@
+"""Version 3 allocation settings in the trainer: pools, equal rounds, grouped fitted priors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from trainers.grpo import GRPOConfig
+from trainers.trainer import GRPOTrainer
+
+
+def cfg(model_dir: Path, **kw: Any) -> GRPOConfig:
+    base: dict[str, Any] = {
+        "model": str(model_dir),
+        "task_size": 2000,
+        "batch_size": 8,
+        "group_size": 4,
+        "eval_every": 0,
+        "tensorboard": False,
+        "progress": False,
+        "device": "cpu",
+        "threads": 1,
+    }
+    base.update(kw)
+    return GRPOConfig(**base)
+
+
+def test_a_pool_gives_adaptive_allocators_more_candidates_same_budget(tiny_model_dir):
+    t = GRPOTrainer(cfg(tiny_model_dir, allocator="bamdp", pool_size=16, utility="snr(8)"))
+    seen: set[int] = set()
+    empty = 0
+    for _ in range(3):
+        r = t.train_step()
+        assert r.questions == 16 and r.rollouts == 32  # 16 candidates, budget B·G = 32
+        assert r.rounds >= 2
+        seen |= {e.id for e in t.examples}
+        empty += round(r.empty_frac * r.questions)
+    assert len(seen) == 48  # every step draws a fresh pool of 16
+    assert empty > 0  # the allocator left some candidates without rollouts
+    # uniform ignores the pool: B prompts × G, one round
+    u = GRPOTrainer(cfg(tiny_model_dir, allocator="uniform", pool_size=16))
+    r = u.train_step()
+    assert r.questions == 8 and r.rollouts == 32 and r.empty_frac == 0.0 and r.rounds == 1
+    assert [len(b) for b in u.peek_batches(2)] == [8, 8]
+    assert [len(b) for b in t.peek_batches(2)] == [16, 16]
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3])
+def test_rounds_sets_equal_rounds(tiny_model_dir, rounds):
+    t = GRPOTrainer(cfg(tiny_model_dir, allocator="bamdp", rounds=rounds))
+    assert t.round_size == -(-32 // rounds)
+    r = t.train_step()
+    assert r.rounds == rounds and r.rollouts == 32
+
+
+def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir):
+    t = GRPOTrainer(
+        cfg(
+            tiny_model_dir,
+            allocator="uniform",
+            batch_size=32,
+            group_size=4,
+            belief_prior="fitted",
+            belief_group="level",
+        )
+    )
+    t.beliefs.min_fit = 5
+    for _ in range(6):
+        t.train_step()
+    fits = t.beliefs.group_priors()
+    assert "*" in fits and len(fits) >= 3  # the whole store and several levels of their own
+    means = {k: a / (a + b) for k, (a, b) in fits.items() if k != "*"}
+    lo, hi = min(means, key=lambda k: int(k)), max(means, key=lambda k: int(k))
+    assert means[lo] > means[hi]  # the easiest level is predicted easier than the hardest
+    # the next step's priors differ by level
+    t.begin_step()
+    alpha = np.asarray(t.params.prior_alpha) if t.params is not None else None
+    assert alpha is not None and len(set(np.round(alpha, 6))) > 1
+    cal = t.beliefs.calibration()
+    assert cal["store"]["rollouts"] > 0 and np.isfinite(cal["store"]["log_loss"])
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"rounds": 2, "round_size": 8}, "both set"),
+        ({"rounds": 100}, "exceeds the budget"),
+        ({"pool_size": 4}, "smaller than batch_size"),
+        ({"belief_group": "level"}, "needs --belief-prior fitted"),
+        ({"belief_group": "topic", "belief_prior": "fitted"}, "'none' or 'level'"),
+        ({"pool_size": 16, "pilot": 2}, "pilot·pool_size"),
+    ],
+)
+def test_bad_settings(tiny_model_dir, kw, match):
+    with pytest.raises(ValueError, match=match):
+        cfg(tiny_model_dir, **kw)
