@@ -62,27 +62,20 @@ class Rollouts:
         return successes
 
 
-def check_counts(p: am.AllocationParams, s: am.AllocationState, counts: Any) -> NDArray[np.int64]:
-    """``counts`` as int64 if it is a valid allocation of the next round, else ``ValueError``:
-    one non-negative integer per question, summing to the round's size, within the caps."""
-    want = am.next_round_size(p, s)
-    c = np.asarray(counts)
-    if c.shape != (p.num_questions,) or not np.issubdtype(c.dtype, np.number):
-        raise ValueError(
-            f"invalid allocation: counts must be {p.num_questions} integers, got shape {c.shape}"
-        )
-    if not np.all(np.isfinite(c)) or not np.all(c == np.round(c)) or np.any(c < 0):
-        raise ValueError(f"invalid allocation {c.tolist()}: counts must be non-negative integers")
-    c = c.astype(np.int64)
-    if int(c.sum()) != want:
-        raise ValueError(
-            f"invalid allocation {c.tolist()}: it hands out {int(c.sum())} rollouts but this "
-            f"round is {want} (min(round size, budget left))"
-        )
-    over = np.flatnonzero(c > am.capacity(p, s))
-    if over.size:
-        raise ValueError(
-            f"invalid allocation {c.tolist()}: question {int(over[0])} exceeds its cap "
-            f"(max_group={p.max_group})"
-        )
-    return c
+def check_counts(
+    p: am.AllocationParams,
+    s: am.AllocationState,
+    counts: Any,
+    *,
+    name: str = "passed to run_round()",
+) -> NDArray[np.int64]:
+    """``counts`` as int64 if it is a valid allocation of the next round, else
+    ``agents.AllocationError`` (a ``ValueError``) naming ``name``, the rule and the numbers: the
+    one allocation contract of adaroll (``agents.check_allocation``) — one non-negative integer
+    per question, summing to the round's size ``min(round size, budget left)``, within the caps.
+    """
+    from agents.contract import check_allocation
+
+    return check_allocation(
+        name, counts, round_size=am.next_round_size(p, s), spent=s.rollouts, caps=p.cap
+    )
