@@ -33,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from adaroll_env.model import PRIOR_MAX
+from adaroll_env.model import PRIOR_MAX, posterior_mean
 from adaroll_env.priors import fit_beta_binomial
 
 BasePrior = Literal["fixed", "fitted"]
@@ -42,18 +42,6 @@ BasePrior = Literal["fixed", "fitted"]
 FIT_ROUNDING = 0.02
 #: The names of the priors ``calibration()`` compares.
 SCORED = ("store", "fixed", "fitted")
-
-
-def posterior_mean(alpha: Any, beta: Any, successes: Any, failures: Any) -> Any:
-    """Posterior mean pass rate ``(α + s) / (α + β + s + f)`` of a ``Beta(α, β)`` prior after
-    ``s`` successes and ``f`` failures (arrays broadcast); no evidence gives the prior mean.
-
-    The one place the trainers layer computes it (``adaroll_env.model`` holds the model's own).
-
-    >>> float(posterior_mean(1.0, 1.0, 0.0, 0.0)), float(posterior_mean(1.0, 1.0, 3.0, 1.0))
-    (0.5, 0.6666666666666666)
-    """
-    return (alpha + successes) / (alpha + beta + successes + failures)
 
 
 class BeliefStore:
@@ -243,7 +231,7 @@ class BeliefStore:
             "fitted": (fitted[0] + ev[:, 0], fitted[1] + ev[:, 1]),
         }
         for name, (a, b) in bases.items():
-            m = np.clip(a / (a + b), 1e-6, 1 - 1e-6)  # [B]
+            m = np.clip(posterior_mean(a, b), 1e-6, 1 - 1e-6)  # [B]
             acc = self._scores[name]
             acc[0] += float(np.sum(s * (1 - m) ** 2 + f * m**2))
             acc[1] += float(-np.sum(s * np.log(m) + f * np.log1p(-m)))

@@ -10,7 +10,6 @@ here: the one place that turns ``--allocator-kwargs`` JSON into validated keywor
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import math
 import os
@@ -414,9 +413,9 @@ def check_allocator_spec(spec: str) -> None:
 
         resolve_path(spec[len("sb3:") :])
         return
-    from agents.registry import _factory
+    from agents.registry import allocator_parameters
 
-    _factory(spec)
+    allocator_parameters(spec)  # resolves the spec: an unknown name suggests the closest
 
 
 def allocator_kwargs(spec: str, text: str | dict[str, Any] | None) -> dict[str, Any]:
@@ -444,31 +443,6 @@ def allocator_kwargs(spec: str, text: str | dict[str, Any] | None) -> dict[str, 
         )
     if not kwargs or spec.strip().startswith("sb3:"):
         return kwargs
-    from agents.registry import _factory
+    from agents.registry import check_allocator_kwargs
 
-    factory = _factory(spec.strip())
-    try:
-        sig = inspect.signature(factory)
-    except (TypeError, ValueError):
-        return kwargs
-    params = sig.parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return kwargs
-    known = [
-        n
-        for n, p in params.items()
-        if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    ]
-    unknown = sorted(set(kwargs) - set(known))
-    if unknown:
-        from adaroll_env.errors import closest
-
-        hints = [
-            f"{u!r} (did you mean {closest(u, known)!r}?)" if closest(u, known) else repr(u)
-            for u in unknown
-        ]
-        raise ValueError(
-            f"allocator {spec!r} takes no keyword {', '.join(hints)}: its parameters are "
-            f"{', '.join(known) if known else 'none'}"
-        )
-    return kwargs
+    return check_allocator_kwargs(spec.strip(), kwargs)
