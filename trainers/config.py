@@ -264,36 +264,7 @@ class GRPOConfig:
             if value is not None:
                 check_config_int(name, value, 1)
         budget = self.rollout_budget
-        if self.rounds is not None and self.round_size is not None:
-            raise ValueError(
-                f"rounds ({self.rounds}) and round_size ({self.round_size}) both set: give one "
-                "(rounds sets round_size to ceil(budget / rounds))"
-            )
-        if self.rounds is not None and self.rounds > budget:
-            raise ValueError(
-                f"rounds ({self.rounds}) exceeds the budget ({budget}): a round hands out at "
-                "least one rollout"
-            )
-        if self.pool_size is not None and self.pool_size < self.batch_size:
-            raise ValueError(
-                f"pool_size ({self.pool_size}) is smaller than batch_size ({self.batch_size}): "
-                "a pool holds at least the B prompts a uniform step uses"
-            )
-        if self.belief_group not in ("none", "level"):
-            raise ValueError(
-                f"belief_group must be 'none' or 'level', got {self.belief_group!r}: group "
-                "priors by the task's difficulty level, or not at all"
-            )
-        if self.belief_group != "none" and self.belief_prior != "fitted":
-            raise ValueError(
-                f"belief_group {self.belief_group!r} fits one prior per group, which needs "
-                "--belief-prior fitted (with 'fixed' every prompt starts from the same prior)"
-            )
-        if self.pool_size is not None and budget <= self.pilot * self.pool_size:
-            raise ValueError(
-                f"budget ({budget}) must exceed pilot·pool_size ({self.pilot}·{self.pool_size}): "
-                "the pilot runs on every prompt of the pool; lower pilot or pool_size"
-            )
+        self._check_allocation_settings(budget)
         if budget <= self.pilot * self.batch_size:
             raise ValueError(
                 f"budget ({budget}) must exceed the pilot's pilot·B ({self.pilot}·"
@@ -333,6 +304,39 @@ class GRPOConfig:
         check_allocator_spec(self.allocator)
         if self.allocator_kwargs is not None:
             allocator_kwargs(self.allocator, self.allocator_kwargs)
+
+    def _check_allocation_settings(self, budget: int) -> None:
+        """Cross-field checks of the version-3 settings: rounds, pools, belief groups."""
+        if self.rounds is not None and self.round_size is not None:
+            raise ValueError(
+                f"rounds ({self.rounds}) and round_size ({self.round_size}) both set: give one "
+                "(rounds sets round_size to ceil(budget / rounds))"
+            )
+        if self.rounds is not None and self.rounds > budget:
+            raise ValueError(
+                f"rounds ({self.rounds}) exceeds the budget ({budget}): a round hands out at "
+                "least one rollout"
+            )
+        if self.pool_size is not None and self.pool_size < self.batch_size:
+            raise ValueError(
+                f"pool_size ({self.pool_size}) is smaller than batch_size ({self.batch_size}): "
+                "a pool holds at least the B prompts a uniform step uses"
+            )
+        if self.belief_group not in ("none", "level"):
+            raise ValueError(
+                f"belief_group must be 'none' or 'level', got {self.belief_group!r}: group "
+                "priors by the task's difficulty level, or not at all"
+            )
+        if self.belief_group != "none" and self.belief_prior != "fitted":
+            raise ValueError(
+                f"belief_group {self.belief_group!r} fits one prior per group, which needs "
+                "--belief-prior fitted (with 'fixed' every prompt starts from the same prior)"
+            )
+        if self.pool_size is not None and budget <= self.pilot * self.pool_size:
+            raise ValueError(
+                f"budget ({budget}) must exceed pilot·pool_size ({self.pilot}·{self.pool_size}): "
+                "the pilot runs on every prompt of the pool; lower pilot or pool_size"
+            )
 
     @property
     def rollout_budget(self) -> int:
