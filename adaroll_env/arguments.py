@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-__all__ = ["add_dataclass_arguments", "parse_config"]
+__all__ = ["add_dataclass_arguments", "config_from_args", "parse_config"]
 
 
 def _flag(name: str) -> str:
@@ -30,39 +30,95 @@ def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
 
 
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """Add one option per dataclass field, with the field's help, default and choices."""
+    """Add one option per dataclass field, with the field's help, default and choices.
+
+    A field holding a dataclass (a ``GRPOConfig`` inside ``CompeteConfig``) adds the options of
+    its own fields, without prefix: those named in the outer class's ``NESTED_FLAGS[field]``
+    (all when it names none), with the defaults of the field's default instance. Read the parsed
+    arguments back with ``config_from_args``.
+    """
     hints = get_type_hints(cls)
+    nested_flags: dict[str, tuple[str, ...]] = getattr(cls, "NESTED_FLAGS", {})
     for f in dataclasses.fields(cls):
-        tp, optional = _unwrap_optional(hints[f.name])
-        help_text = f.metadata.get("help", "")
-        default = f.default if f.default is not dataclasses.MISSING else None
-        kwargs: dict[str, Any] = {"default": default, "dest": f.name}
-        if tp is bool:
-            parser.add_argument(
-                _flag(f.name),
-                action=argparse.BooleanOptionalAction,
-                help=f"{help_text} (default: {default})",
-                **kwargs,
-            )
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            inner = _default_of(f)
+            inner_hints = get_type_hints(tp)
+            keep = nested_flags.get(f.name)
+            for g in dataclasses.fields(tp):
+                if keep is None or g.name in keep:
+                    _add_field(parser, g, inner_hints[g.name], getattr(inner, g.name),
+                               dest=f"{f.name}.{g.name}")  # fmt: skip
             continue
-        if get_origin(tp) is Literal:
-            choices = list(get_args(tp))
-            kwargs["choices"] = choices
-            kwargs["type"] = type(choices[0])
-        elif tp in (int, float, str):
-            kwargs["type"] = tp
+        _add_field(parser, f, tp, _default_of(f), dest=f.name)
+
+
+def _default_of(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
+
+
+def _add_field(
+    parser: argparse.ArgumentParser, f: dataclasses.Field[Any], hint: Any, default: Any, dest: str
+) -> None:
+    tp, optional = _unwrap_optional(hint)
+    help_text = f.metadata.get("help", "")
+    kwargs: dict[str, Any] = {"default": default, "dest": dest}
+    if tp is bool:
+        parser.add_argument(
+            _flag(f.name),
+            action=argparse.BooleanOptionalAction,
+            help=_with_default(help_text, default),
+            **kwargs,
+        )
+        return
+    if get_origin(tp) is Literal:
+        choices = list(get_args(tp))
+        kwargs["choices"] = choices
+        kwargs["type"] = type(choices[0])
+    elif tp in (int, float, str):
+        kwargs["type"] = tp
+    else:
+        raise TypeError(f"unsupported config field type {tp!r} for {f.name}")
+    if optional:
+        base = kwargs["type"]
+
+        def parse(text: str, base: Any = base) -> Any:
+            return None if text.lower() in ("none", "") else base(text)
+
+        kwargs["type"] = parse
+        kwargs["metavar"] = base.__name__.upper()
+    if "choices" not in kwargs:
+        kwargs.setdefault("metavar", f.name.upper())  # never the nested dest "GRPO.X"
+    parser.add_argument(_flag(f.name), help=_with_default(help_text, default), **kwargs)
+
+
+def config_from_args(cls: type, args: argparse.Namespace) -> Any:
+    """The ``cls`` instance the parsed ``args`` describe (nested dataclass fields included)."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        tp = get_type_hints(cls)[f.name]
+        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            given = {
+                g.name: getattr(args, f"{f.name}.{g.name}")
+                for g in dataclasses.fields(tp)
+                if hasattr(args, f"{f.name}.{g.name}")
+            }
+            values[f.name] = dataclasses.replace(_default_of(f), **given)
         else:
-            raise TypeError(f"unsupported config field type {tp!r} for {f.name}")
-        if optional:
-            base = kwargs["type"]
+            values[f.name] = getattr(args, f.name)
+    return cls(**values)
 
-            def parse(text: str, base: Any = base) -> Any:
-                return None if text.lower() in ("none", "") else base(text)
 
-            kwargs["type"] = parse
-            kwargs["metavar"] = base.__name__.upper()
-        shown = "none" if default is None else default
-        parser.add_argument(_flag(f.name), help=f"{help_text} (default: {shown})", **kwargs)
+def _with_default(help_text: str, default: Any) -> str:
+    """The help text with ``(default: X)`` once: not added where the text already says it."""
+    if "(default" in help_text.lower():
+        return help_text
+    shown = "none" if default is None else default
+    return f"{help_text} (default: {shown})"
 
 
 def parse_config(cls: type, description: str, argv: list[str] | None = None) -> Any:
@@ -71,4 +127,4 @@ def parse_config(cls: type, description: str, argv: list[str] | None = None) -> 
         description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_dataclass_arguments(parser, cls)
-    return cls(**vars(parser.parse_args(argv)))
+    return config_from_args(cls, parser.parse_args(argv))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
+from adaroll_env.arguments import add_dataclass_arguments, config_from_args
 from trainers.benchmarks.engines import EngineBenchConfig, main
-from trainers.cli import add_dataclass_arguments, config_from_args
 
 if __name__ == "__main__":  # vLLM's engine may start processes: keep the guard
     parser = argparse.ArgumentParser(

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from adaroll_env.arguments import add_dataclass_arguments, config_from_args
 from trainers.benchmarks.trainer import TrainerBenchConfig, main
-from trainers.cli import add_dataclass_arguments, config_from_args
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(

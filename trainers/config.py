@@ -265,17 +265,6 @@ class GRPOConfig:
                 check_config_int(name, value, 1)
         budget = self.rollout_budget
         self._check_allocation_settings(budget)
-        if budget <= self.pilot * self.batch_size:
-            raise ValueError(
-                f"budget ({budget}) must exceed the pilot's pilot·B ({self.pilot}·"
-                f"{self.batch_size} = {self.pilot * self.batch_size}) so that the allocator has "
-                "rollouts to place: lower pilot or raise budget"
-            )
-        if self.max_group is not None and budget > self.max_group * self.batch_size:
-            raise ValueError(
-                f"budget ({budget}) exceeds B·max_group ({self.batch_size}·{self.max_group}): "
-                "raise max_group or lower budget"
-            )
         for name, lo, hi in (("belief_decay", 0.0, 1.0), ("top_p", 0.0, 1.0)):
             value = getattr(self, name)
             if not (lo < value <= hi):
@@ -306,7 +295,19 @@ class GRPOConfig:
             allocator_kwargs(self.allocator, self.allocator_kwargs)
 
     def _check_allocation_settings(self, budget: int) -> None:
-        """Cross-field checks of the version-3 settings: rounds, pools, belief groups."""
+        """Cross-field checks of the budget and the version-3 settings: pilot and caps against
+        the budget, rounds, pools, belief groups."""
+        if budget <= self.pilot * self.batch_size:
+            raise ValueError(
+                f"budget ({budget}) must exceed the pilot's pilot·B ({self.pilot}·"
+                f"{self.batch_size} = {self.pilot * self.batch_size}) so that the allocator has "
+                "rollouts to place: lower pilot or raise budget"
+            )
+        if self.max_group is not None and budget > self.max_group * self.batch_size:
+            raise ValueError(
+                f"budget ({budget}) exceeds B·max_group ({self.batch_size}·{self.max_group}): "
+                "raise max_group or lower budget"
+            )
         if self.rounds is not None and self.round_size is not None:
             raise ValueError(
                 f"rounds ({self.rounds}) and round_size ({self.round_size}) both set: give one "

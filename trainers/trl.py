@@ -62,18 +62,21 @@ Not supported (a clear error at construction or on the first batch): TRL's ``too
 ``environment_factory``, ``rollout_func`` and image prompts, whose per-row state TRL builds
 before generation.
 
+The module is over 500 lines because of this docstring (the contract with TRL, stated once) and
+because TRL's hooks must be methods of one subclass; the TRL-free pieces (prompt keys, the
+dataset and reward adapters, records, argument checks) live in :mod:`trainers.trl_parts`.
+
 >>> trainer = AllocatingGRPOTrainer(model=..., reward_funcs=..., args=...,
 ...                                 train_dataset=..., allocator="bamdp")  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -117,10 +120,20 @@ import torch  # noqa: E402  (after the version check, which should fail fast)
 from accelerate.utils import broadcast_object_list, gather_object  # noqa: E402
 
 from adaroll_env import model as am  # noqa: E402
-from adaroll_env.errors import check_int  # noqa: E402
 from trainers.beliefs import BeliefStore  # noqa: E402
 from trainers.grpo import ScaleRewards, group_advantages  # noqa: E402
-from trainers.tasks import Task  # noqa: E402
+from trainers.rollouts import check_counts  # noqa: E402
+from trainers.trl_parts import (  # noqa: E402  (re-exported: documented as trainers.trl names)
+    AllocationRecord,
+    check_allocation_arguments,
+    derive_seed,
+    merge_generated,
+    prompt_key,
+    task_dataset,
+    task_reward,
+    unsupported,
+    zero_std_fraction,
+)
 
 __all__ = [
     "RECORDS_KEPT",
@@ -133,77 +146,6 @@ __all__ = [
     "task_dataset",
     "task_reward",
 ]
-
-
-_UNSUPPORTED = (
-    "AllocatingGRPOTrainer does not support TRL's {name} (TRL builds its per-row state before "
-    "generation, which the allocation rounds reorder): drop it, or use trl.GRPOTrainer for this run"
-)
-
-
-def prompt_key(prompt: Any) -> int:
-    """A stable 63-bit id of a prompt (text or conversation): the belief store's key."""
-    text = json.dumps(prompt, sort_keys=True, default=str, ensure_ascii=False)
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
-
-
-def task_dataset(task: Task, split: str = "train") -> Any:
-    """A TRL dataset (``datasets.Dataset``) of an adaroll task's split: ``prompt``, ``answer``,
-    ``level`` and ``example_id`` columns, one row per example, in the task's order."""
-    from datasets import Dataset
-
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    rows = task.train if split == "train" else task.test
-    return Dataset.from_dict(
-        {
-            "prompt": [e.prompt for e in rows],
-            "answer": [e.answer for e in rows],
-            "level": [e.level for e in rows],
-            "example_id": [e.id for e in rows],
-        }
-    )
-
-
-def task_reward(task: Task) -> Any:
-    """A TRL reward function that scores with the task's own verifier (rows of
-    :func:`task_dataset`, matched by their ``example_id`` column)."""
-    examples = {e.id: e for e in (*task.train, *task.test)}
-
-    def reward(
-        prompts: list[Any],
-        completions: list[Any],
-        completion_ids: list[list[int]],
-        example_id: list[int],
-        **kwargs: Any,
-    ) -> list[float]:
-        rows = [examples[int(i)] for i in example_id]
-        texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
-        return [float(r) for r in task.score(rows, texts, completion_ids).rewards]
-
-    reward.__name__ = f"{task.name}_reward"
-    return reward
-
-
-def _derive_seed(*parts: int) -> int:
-    """A 31-bit seed from integer parts (master seed, purpose, step)."""
-    return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1)[0])
-
-
-@dataclass
-class AllocationRecord:
-    """What one generation batch's allocation did (all processes together)."""
-
-    step: int  #: TRL's ``global_step`` when the batch was generated
-    counts: list[int]  #: rollouts each prompt got, in the batch's prompt order
-    successes: list[int]  #: of which successes (reward >= ``success_threshold``)
-    rounds: int  #: generation rounds, the pilot included
-    alloc_seconds: float  #: time inside the allocator (reset and allocate)
-    seconds: float  #: wall time of the whole generate-and-score call
-    #: time in this subclass's own code (gathering rows, allocating, grouping, beliefs,
-    #: advantages, metrics): the call's wall time less TRL's generate, score and batch building
-    own_seconds: float = 0.0
-    prompts: list[Any] = field(default_factory=list)  #: the batch's prompts, in order
 
 
 @dataclass
@@ -254,45 +196,30 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
     ) -> None:
         self._pending: _Pending | None = None
         self._round_n: int | None = None
-        pilot = check_int("pilot", pilot, 0)
-        if round_size is not None:
-            round_size = check_int("round_size", round_size, 1)
-        if max_group is not None:
-            max_group = check_int("max_group", max_group, 1)
-        if allocator_kwargs is not None and not isinstance(allocator_kwargs, dict):
-            raise TypeError(
-                f"allocator_kwargs must be a dict of keyword arguments, got "
-                f"{type(allocator_kwargs).__name__}"
-            )
-        if allocator_kwargs and not isinstance(allocator, str):
-            raise ValueError(
-                "allocator_kwargs are for building an allocator from a spec, but allocator is an "
-                f"instance ({type(allocator).__name__}): build it with those arguments yourself"
-            )
-        if not isinstance(allocator, str):
-            missing = [
-                m for m in ("reset", "allocate") if not callable(getattr(allocator, m, None))
-            ]
-            if missing:
-                raise TypeError(
-                    f"allocator {allocator!r} lacks {', '.join(missing)}: pass a spec such as "
-                    "'bamdp' or an object meeting agents' Allocator protocol"
-                )
-        for name in ("tools", "environment_factory", "rollout_func"):
-            if kwargs.get(name):
-                raise ValueError(_UNSUPPORTED.format(name=name))
+        round_size, pilot, max_group = check_allocation_arguments(
+            allocator, allocator_kwargs, round_size, pilot, max_group, kwargs
+        )
         self.belief_store = BeliefStore(decay=belief_decay, base=belief_prior)  # type: ignore[arg-type]
         self.success_threshold = float(success_threshold)
         self.allocations: deque[AllocationRecord] = deque(maxlen=RECORDS_KEPT)
         super().__init__(*args, **kwargs)
+        self._check_trl_settings(pilot, round_size)
+        self.allocator_spec = allocator
+        self.utility = utility
+        self.pilot = pilot
+        self.max_group = max_group
+        self.round_size = round_size
+        self._build_allocator(allocator, allocator_kwargs, round_size)
 
+    def _check_trl_settings(self, pilot: int, round_size: int | None) -> None:
+        """After TRL's constructor: refuse its per-row features and set the budget."""
         for name, value in (
             ("tools", self.tools),
             ("environment_factory", self.environment_factories),
             ("rollout_func", self.rollout_func),
         ):
             if value:
-                raise ValueError(_UNSUPPORTED.format(name=name))
+                raise ValueError(unsupported(name))
         G = int(self.num_generations or 0)
         if G < 2:
             raise ValueError(
@@ -300,8 +227,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                 "num_generations completions per generation batch) and TRL's groups need two"
             )
         world = int(self.accelerator.num_processes)
-        targs: Any = self.args
-        batch = int(targs.generation_batch_size)
+        batch = int(cast(Any, self.args).generation_batch_size)
         self.group_budget = G  # completions per prompt on average (TRL's num_generations)
         self.num_prompts = batch // G  # prompts per generation batch, all processes
         if round_size is not None and world > 1 and round_size % world:
@@ -314,12 +240,13 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                 f"pilot × prompts per generation batch ({pilot} × {self.num_prompts}) must be a "
                 f"multiple of the number of processes ({world}): change pilot or the batch size"
             )
-        self.allocator_spec = allocator
-        self.utility = utility
-        self.pilot = pilot
-        self.max_group = max_group
-        self.round_size = round_size
-        # Build (and so validate) the allocator and the allocation settings now, not mid-run.
+
+    def _build_allocator(
+        self, allocator: Any, allocator_kwargs: dict[str, Any] | None, round_size: int | None
+    ) -> None:
+        """Build (and so validate) the allocator and the round size now, not mid-run."""
+        world = int(self.accelerator.num_processes)
+        batch = int(cast(Any, self.args).generation_batch_size)
         params = self._params(self.num_prompts, round_size or self.num_prompts)
         if isinstance(allocator, str):
             from agents import make_allocator
@@ -360,41 +287,9 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                 f"({num_prompts}) × num_generations ({self.group_budget}))"
             ) from exc
 
-    def _checked_counts(
-        self, counts: Any, params: am.AllocationParams, state: am.AllocationState
-    ) -> NDArray[np.int64]:
-        """The allocator's counts, or ValueError naming the allocator and the rule broken."""
-        want = am.next_round_size(params, state)
-        rule = (
-            f"each round's counts are {params.num_questions} non-negative integers (one per "
-            f"prompt) summing to min(round_size, budget left) = {want}, none past max_group"
-        )
-        c = np.asarray(counts)
-        problem = None
-        if c.shape != (params.num_questions,):
-            problem = f"has shape {c.shape}"
-        elif c.dtype.kind not in "iu":
-            problem = f"has dtype {c.dtype}, not integers"
-        elif np.any(c < 0):
-            problem = "has negative counts"
-        elif int(c.sum()) != want:
-            problem = f"hands out {int(c.sum())} rollouts, not {want}"
-        elif np.any(c > am.capacity(params, state)):
-            i = int(np.flatnonzero(c > am.capacity(params, state))[0])
-            problem = f"gives prompt {i} more than its cap (max_group={params.max_group}) allows"
-        if problem is not None:
-            raise ValueError(
-                f"allocator {self.allocator_name!r} returned an invalid allocation "
-                f"{c.tolist()}: it {problem}; the rule: {rule}"
-            )
-        return c.astype(np.int64)
-
-    def _generate_rounds(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Run the allocation rounds of one generation batch; returns this process's rows and
-        leaves what was generated and scored in ``self._pending``."""
-        start = time.perf_counter()
-        acc = self.accelerator
-        world, rank = int(acc.num_processes), int(acc.process_index)
+    def _batch_prompts(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One row per prompt of the generation batch (all processes), checking TRL's layout."""
+        world = int(self.accelerator.num_processes)
         G = self.group_budget
         rows = gather_object(list(inputs)) if world > 1 else list(inputs)
         if any(("image" in r or "images" in r) for r in rows[:1]):
@@ -410,6 +305,59 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                     "TRL's generation batch is not made of num_generations consecutive copies of "
                     "each prompt (RepeatSampler's layout), which this trainer relies on"
                 )
+        return firsts
+
+    def _round_counts(
+        self, params: am.AllocationParams, state: am.AllocationState, rounds: int
+    ) -> tuple[NDArray[np.int64], float]:
+        """This round's counts (the pilot, or the main process's allocation broadcast to all)
+        and the seconds spent inside the allocator."""
+        if rounds == 0 and params.pilot > 0:
+            return np.full(params.num_questions, params.pilot, dtype=np.int64), 0.0
+        message: list[Any] = [None, None]
+        seconds = 0.0
+        if self.accelerator.is_main_process:
+            t = time.perf_counter()
+            try:
+                raw = self.allocator.allocate(am.observe(params, state))
+                seconds = time.perf_counter() - t
+                message = [check_counts(params, state, raw, name=repr(self.allocator_name)), None]
+            except Exception as exc:  # sent to every process, then raised everywhere
+                message = [None, exc]
+        if int(self.accelerator.num_processes) > 1:
+            broadcast_object_list(message, from_process=0)
+        if message[1] is not None:
+            raise message[1]
+        return np.asarray(message[0], dtype=np.int64), seconds
+
+    def _run_round(
+        self, firsts: list[dict[str, Any]], counts: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int64], list[dict[str, Any]], tuple[Any, ...], torch.Tensor]:
+        """Generate and score one round on this process's share of it; returns the round's
+        prompt index per rollout (all processes), this process's rows, TRL's generate output
+        and the gathered rewards [n_round, F]."""
+        world, rank = int(self.accelerator.num_processes), int(self.accelerator.process_index)
+        order = np.repeat(np.arange(len(firsts), dtype=np.int64), counts)  # [n_round]
+        share = order.size // world
+        assert share * world == order.size, "round sizes are multiples of the processes"
+        mine = order[rank * share : (rank + 1) * share]
+        round_rows = [dict(firsts[q]) for q in mine]
+        round_prompts = [r["prompt"] for r in round_rows]
+        nonzero = counts[counts > 0]
+        self._round_n = int(nonzero[0]) if np.all(nonzero == nonzero[0]) else 1
+        try:
+            out = super()._generate(round_prompts)
+        finally:
+            self._round_n = None
+        rewards = self._calculate_rewards(round_rows, round_prompts, out[3], out[1])
+        return order, round_rows, out, rewards
+
+    def _generate_rounds(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Run the allocation rounds of one generation batch; returns this process's rows and
+        leaves what was generated and scored in ``self._pending``."""
+        start = time.perf_counter()
+        firsts = self._batch_prompts(inputs)
+        U = len(firsts)
         prompts = [r["prompt"] for r in firsts]
         ids = [prompt_key(p) for p in prompts]
         step = int(self.state.global_step)
@@ -417,48 +365,20 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         params = self._params(U, self.rounds_size, (tuple(alpha.tolist()), tuple(beta.tolist())))
         state = am.initial_state(params)
         alloc_seconds = 0.0
-        if acc.is_main_process:
+        if self.accelerator.is_main_process:
             t = time.perf_counter()
-            self.allocator.reset(params, seed=_derive_seed(self.args.seed, 2, step))
+            self.allocator.reset(params, seed=derive_seed(self.args.seed, 2, step))
             alloc_seconds += time.perf_counter() - t
         gen_parts: list[tuple[Any, ...]] = []
         reward_parts: list[torch.Tensor] = []  # per round: [n_round, F], gathered (rank order)
         order_parts: list[NDArray[np.int64]] = []
         local_rows: list[dict[str, Any]] = []
-        rounds = 0
         trl_seconds = 0.0  # inside TRL's generate and reward calls
         while not am.is_done(params, state):
-            if rounds == 0 and params.pilot > 0:
-                counts = np.full(U, params.pilot, dtype=np.int64)
-            else:
-                message: list[Any] = [None, None]
-                if acc.is_main_process:
-                    t = time.perf_counter()
-                    try:
-                        raw = self.allocator.allocate(am.observe(params, state))
-                        alloc_seconds += time.perf_counter() - t
-                        message = [self._checked_counts(raw, params, state), None]
-                    except Exception as exc:  # sent to every process, then raised everywhere
-                        message = [None, exc]
-                if world > 1:
-                    broadcast_object_list(message, from_process=0)
-                if message[1] is not None:
-                    raise message[1]
-                counts = np.asarray(message[0], dtype=np.int64)
-            order = np.repeat(np.arange(U, dtype=np.int64), counts)  # [n_round] prompt index
-            share = order.size // world
-            assert share * world == order.size, "round sizes are multiples of the processes"
-            mine = order[rank * share : (rank + 1) * share]
-            round_rows = [dict(firsts[q]) for q in mine]
-            round_prompts = [r["prompt"] for r in round_rows]
-            nonzero = counts[counts > 0]
-            self._round_n = int(nonzero[0]) if np.all(nonzero == nonzero[0]) else 1
-            try:
-                t = time.perf_counter()
-                out = super()._generate(round_prompts)
-            finally:
-                self._round_n = None
-            rewards = self._calculate_rewards(round_rows, round_prompts, out[3], out[1])
+            counts, seconds = self._round_counts(params, state, len(gen_parts))
+            alloc_seconds += seconds
+            t = time.perf_counter()
+            order, round_rows, out, rewards = self._run_round(firsts, counts)
             trl_seconds += time.perf_counter() - t
             total = (rewards * self.reward_weights.to(rewards.device).unsqueeze(0)).nansum(dim=1)
             total[torch.isnan(rewards).all(dim=1)] = torch.nan
@@ -469,10 +389,32 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
             reward_parts.append(rewards)
             order_parts.append(order)
             local_rows.extend(round_rows)
-            rounds += 1
         self.belief_store.update(ids, state.successes, state.failures, step)
+        self._pending = self._pending_batch(gen_parts, reward_parts, order_parts, state)
+        record = AllocationRecord(
+            step=step,
+            counts=np.asarray(state.rollouts, dtype=np.int64).tolist(),
+            successes=np.asarray(state.successes).astype(int).tolist(),
+            rounds=len(gen_parts),
+            alloc_seconds=alloc_seconds,
+            seconds=time.perf_counter() - start,  # updated when the batch is complete
+            own_seconds=time.perf_counter() - start - trl_seconds,
+            prompts=prompts,
+        )
+        self._log_allocation(record, state)
+        return local_rows
 
-        # TRL's gathered order: process 0's rows (its share of each round), then process 1's, ...
+    def _pending_batch(
+        self,
+        gen_parts: list[tuple[Any, ...]],
+        reward_parts: list[torch.Tensor],
+        order_parts: list[NDArray[np.int64]],
+        state: am.AllocationState,
+    ) -> _Pending:
+        """The rounds' outputs in TRL's gathered order: process 0's rows (its share of each
+        round), then process 1's, ..."""
+        world = int(self.accelerator.num_processes)
+
         def by_rank(parts: list[Any], cat: Any) -> Any:
             pieces = []
             for p in range(world):
@@ -481,16 +423,17 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                     pieces.append(part[p * share : (p + 1) * share])
             return cat(pieces)
 
-        rewards_per_func = by_rank(reward_parts, lambda xs: torch.cat(xs, dim=0))
-        group_ids = by_rank(order_parts, np.concatenate)
         counts_total = np.asarray(state.rollouts, dtype=np.int64)
-        trl_layout = rounds == 1 and bool(np.all(counts_total == G))
-        self._pending = _Pending(
-            generated=_merge_generated(gen_parts),
-            rewards_per_func=rewards_per_func,
-            group_ids=group_ids,
-            trl_layout=trl_layout,
+        return _Pending(
+            generated=merge_generated(gen_parts),
+            rewards_per_func=by_rank(reward_parts, lambda xs: torch.cat(xs, dim=0)),
+            group_ids=by_rank(order_parts, np.concatenate),
+            trl_layout=len(gen_parts) == 1 and bool(np.all(counts_total == self.group_budget)),
         )
+
+    def _log_allocation(self, record: AllocationRecord, state: am.AllocationState) -> None:
+        """Keep the batch's record and log its allocation metrics under ``allocation/``."""
+        counts_total = np.asarray(record.counts)
         s = np.asarray(state.successes)
         f = np.asarray(state.failures)
         metrics = self._metrics["train"]
@@ -498,21 +441,9 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         metrics["allocation/rollouts_per_prompt_mean"].append(float(counts_total.mean()))
         metrics["allocation/rollouts_per_prompt_max"].append(float(counts_total.max()))
         metrics["allocation/informative_frac"].append(float(np.mean((s > 0) & (f > 0))))
-        metrics["allocation/rounds"].append(float(rounds))
-        metrics["allocation/seconds"].append(alloc_seconds)
-        self.allocations.append(
-            AllocationRecord(
-                step=step,
-                counts=counts_total.tolist(),
-                successes=s.astype(int).tolist(),
-                rounds=rounds,
-                alloc_seconds=alloc_seconds,
-                seconds=time.perf_counter() - start,  # updated when the batch is complete
-                own_seconds=time.perf_counter() - start - trl_seconds,
-                prompts=prompts,
-            )
-        )
-        return local_rows
+        metrics["allocation/rounds"].append(float(record.rounds))
+        metrics["allocation/seconds"].append(record.alloc_seconds)
+        self.allocations.append(record)
 
     def _ragged_advantages(self, rewards_per_func: torch.Tensor, group_ids: Any) -> torch.Tensor:
         """TRL's advantages with its ``scale_rewards`` and ``multi_objective_aggregation``, over
@@ -570,7 +501,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
             for _ in range(min(len(adv_all), len(logged))):
                 logged.pop()
             logged.extend(adv_all.tolist())
-            metrics["frac_reward_zero_std"][-1] = _zero_std_fraction(
+            metrics["frac_reward_zero_std"][-1] = zero_std_fraction(
                 pending.rewards_per_func, self.reward_weights, pending.group_ids
             )
         seconds = time.perf_counter() - start
@@ -638,38 +569,3 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
             if os.path.exists(path):
                 with open(path) as fh:
                     self.load_allocation_state(json.load(fh))
-
-
-def _merge_generated(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:
-    """Concatenate per-round outputs of TRL's ``_generate`` (lists joined, ``None`` kept)."""
-    merged: list[Any] = []
-    for values in zip(*parts, strict=True):
-        if all(v is None for v in values):
-            merged.append(None)
-        elif all(isinstance(v, dict) for v in values):
-            if any(values):
-                raise RuntimeError("TRL's _generate returned extra fields (rollout_func only)")
-            merged.append({})
-        elif all(isinstance(v, list) for v in values):
-            merged.append([x for v in values for x in v])
-        else:
-            raise RuntimeError(
-                f"cannot join TRL's per-round outputs of types {set(map(type, values))}"
-            )
-    return tuple(merged)
-
-
-def _zero_std_fraction(
-    rewards_per_func: torch.Tensor, weights: torch.Tensor, group_ids: Any
-) -> float:
-    """TRL's ``frac_reward_zero_std`` over ragged groups: share of completions whose group's
-    rewards do not vary (a group of one included)."""
-    total = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
-    r = total.detach().cpu().numpy()
-    g = np.asarray(group_ids)
-    flat = 0
-    for q in np.unique(g):
-        vals = r[g == q]
-        if vals.size < 2 or np.ptp(vals) == 0:
-            flat += vals.size
-    return flat / max(r.size, 1)

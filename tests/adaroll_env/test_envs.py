@@ -1,4 +1,8 @@
-"""Tests of the simulated envs AdaRoll/BetaBernoulli-v0 and AdaRoll/BetaBernoulliRounds-v0."""
+"""Tests of the simulated envs AdaRoll/BetaBernoulli-v0 and AdaRoll/BetaBernoulliRounds-v0.
+
+One file of about 550 lines on purpose: both envs share the fixtures and the checker runs, and
+each test is short; splitting by env would duplicate the shared parametrisations.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Tests of adaroll_env.model: params, states, transitions, observation, rounds decoding."""
+"""Tests of adaroll_env.model: params, states, transitions, observation, rounds decoding.
+
+As long as the model it tests (one module on purpose, see its docstring): one test file per
+module keeps each test next to the others on the same function.
+"""
 
 from __future__ import annotations
 

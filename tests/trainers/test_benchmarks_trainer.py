@@ -104,7 +104,7 @@ def test_config_errors_name_the_fix() -> None:
 def test_the_script_exposes_the_same_options(tmp_path: Path) -> None:
     import argparse
 
-    from trainers.cli import add_dataclass_arguments, config_from_args
+    from adaroll_env.arguments import add_dataclass_arguments, config_from_args
 
     parser = argparse.ArgumentParser()
     add_dataclass_arguments(parser, TrainerBenchConfig)

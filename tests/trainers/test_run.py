@@ -205,7 +205,7 @@ def test_compete_exposes_the_shared_run_options() -> None:
         ["compete", "--allocators", "uniform,bamdp", "--steps", "7", "--batch-size", "4",
          "--group-size", "2", "--allocator-kwargs", '{"bamdp": {"max_horizon": 3}}']
     )  # fmt: skip
-    from trainers.cli import config_from_args
+    from adaroll_env.arguments import config_from_args
 
     cfg = config_from_args(CompeteConfig, args)
     assert cfg.grpo.steps == 7 and cfg.grpo.batch_size == 4 and cfg.grpo.eval_every == 300

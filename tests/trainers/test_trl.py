@@ -1,4 +1,8 @@
-"""AllocatingGRPOTrainer (trainers.trl) against plain trl.GRPOTrainer on the tiny model."""
+"""AllocatingGRPOTrainer (trainers.trl) against plain trl.GRPOTrainer on the tiny model.
+
+Over 500 lines because every test builds TRL trainers on the same tiny model and dataset
+fixtures (module-scoped: TRL trainers are slow to build), which a split would rebuild.
+"""
 
 from __future__ import annotations
 
@@ -328,7 +332,9 @@ def test_allocator_breaking_the_rule_names_itself(
         allocator="adaroll_trl_plugin:Greedy",
     )
     with pytest.raises(
-        ValueError, match=r"allocator 'too-greedy' .* hands out 5 rollouts, not 4.*the rule"
+        ValueError,
+        match=r"allocator 'too-greedy' broke the allocation contract: .* handed out 5 rollouts"
+        r".* = 4",
     ):
         train(trainer)
 
