@@ -68,20 +68,35 @@ def versions() -> dict[str, str]:
 
 
 def write_beliefs(trainer: Any, path: Path) -> None:
-    """The belief store's per-prompt observed pass rates (this rank's prompts), for calibration:
-    ids, discounted success fractions (the prior mean where no evidence is left:
-    ``BeliefStore.observed_rates``) and discounted rollout counts."""
-    state = trainer.beliefs.state_dict()
-    ids, rates = trainer.beliefs.observed_rates()
+    """The belief store at the end of a run (this rank's prompts), for calibration and for the
+    simulator (``adaroll bench --from-run``).
+
+    Keys: ``step``, ``decay``; per prompt, in one order: ``ids``, ``rates`` (discounted success
+    fractions; the prior mean where no evidence is left: ``BeliefStore.observed_rates``),
+    ``rollouts`` (discounted counts), ``successes`` and ``failures`` (discounted), ``groups``
+    (each prompt's belief group, ``null`` when ungrouped); ``fitted_prior`` (the whole store's
+    fitted Beta, or ``null`` with ``belief_prior fixed``), ``group_priors`` (group -> fitted
+    Beta, ``"*"`` the whole store), ``fixed_prior`` (the configured base prior) and
+    ``calibration`` (per-rollout Brier score and log-loss of the priors the store gave, against
+    the fixed and the ungrouped fitted prior: ``BeliefStore.calibration``).
+    """
+    store = trainer.beliefs
+    state = store.state_dict()
+    ids, rates = store.observed_rates()
+    groups = {int(i): g for i, g in state["groups"]}
     record = {
         "step": trainer.step,
         "decay": state["decay"],
         "ids": ids.tolist(),
         "rates": rates.tolist(),
         "rollouts": [float(x) + float(y) for x, y in zip(state["a"], state["b"], strict=True)],
-        "fitted_prior": list(trainer.beliefs.base_prior())
-        if trainer.beliefs.base == "fitted"
-        else None,
+        "successes": [float(x) for x in state["a"]],
+        "failures": [float(y) for y in state["b"]],
+        "groups": [groups.get(int(i)) for i in state["ids"]],
+        "fitted_prior": list(store.base_prior()) if store.base == "fitted" else None,
+        "group_priors": {k: list(v) for k, v in store.group_priors().items()},
+        "fixed_prior": [store.prior_alpha, store.prior_beta],
+        "calibration": store.calibration(),
     }
     path.write_text(json.dumps(record) + "\n")
 

@@ -56,7 +56,7 @@ def test_rounds_sets_equal_rounds(tiny_model_dir, rounds):
     assert r.rounds == rounds and r.rollouts == 32
 
 
-def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir):
+def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir, tmp_path):
     t = GRPOTrainer(
         cfg(
             tiny_model_dir,
@@ -81,6 +81,23 @@ def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir):
     assert alpha is not None and len(set(np.round(alpha, 6))) > 1
     cal = t.beliefs.calibration()
     assert cal["store"]["rollouts"] > 0 and np.isfinite(cal["store"]["log_loss"])
+    # beliefs.json carries what the simulator needs: counts, groups, group fits, calibration
+    import json
+
+    from trainers.run import write_beliefs
+
+    path = tmp_path / "beliefs.json"
+    write_beliefs(t, path)
+    rec = json.loads(path.read_text())
+    n = len(rec["ids"])
+    assert n == len(t.beliefs) and len(rec["groups"]) == n == len(rec["successes"])
+    levels = {e.id: str(e.level) for e in t.task.train}
+    assert all(str(g) == levels[i] for i, g in zip(rec["ids"], rec["groups"], strict=True))
+    np.testing.assert_allclose(
+        np.add(rec["successes"], rec["failures"]), rec["rollouts"], rtol=1e-12
+    )
+    assert rec["group_priors"].keys() == fits.keys()
+    assert rec["calibration"]["store"]["rollouts"] == cal["store"]["rollouts"]
 
 
 @pytest.mark.parametrize(
