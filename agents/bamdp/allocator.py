@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import gammaln
 
 from adaroll_env.model import AllocationParams, prior_arrays, prior_matches
-from adaroll_env.utilities import beta_binomial_logpmf
+from adaroll_env.utilities import log_binomial
 from agents.bamdp.cache import get_table
 from agents.bamdp.exact import ExactSolution, estimate_states, solve_exact
 from agents.bamdp.index import GRID_SIZE, MAX_HORIZON, TableSpec
@@ -29,16 +31,10 @@ class _Tables:
     """
 
     def __init__(
-        self,
-        specs: list[TableSpec],
-        tid: NDArray[np.int64],
-        w: NDArray[np.float64],
-        cache_dir: Any,
+        self, stack: NDArray[np.float64], tid: NDArray[np.int64], w: NDArray[np.float64]
     ) -> None:
-        tables = [get_table(s, directory=cache_dir) for s in specs]
-        H = tables[0].spec.horizon  # one cap and max_horizon per allocator: one horizon
-        self.stack = np.stack([t.index for t in tables])  # [T, H+1, H+1]
-        self.horizon = H
+        self.stack = stack  # [T, H+1, H+1]: the allocator's table bank (see _bank_ids)
+        self.horizon = stack.shape[1] - 1  # one cap and max_horizon per allocator: one horizon
         self.tid = tid  # [B, C]
         self.w = w  # [B, C]
 
@@ -122,6 +118,9 @@ class BAMDPAllocator(BaseAllocator):
         self.grid_per_decade = int(grid_per_decade)
         self._tables: dict[tuple[tuple[float, ...], tuple[float, ...], bool], _Tables] = {}
         self._seq: dict[str, Any] | None = None
+        self._rows: tuple[_Tables, int, NDArray[np.float64], NDArray[np.float64]] | None = None
+        self._bank: dict[TableSpec, int] = {}
+        self._bank_stack: NDArray[np.float64] = np.empty((0, 1, 1))
         self._solutions: dict[AllocationParams, ExactSolution] = {}  # a cache of solved BAMDPs
         self._use_exact = False
 
@@ -130,6 +129,7 @@ class BAMDPAllocator(BaseAllocator):
         super().reset(params, seed=seed)
         self._tables = {}
         self._seq = None
+        self._rows = None
         a, b = prior_arrays(params)
         self._param_priors = (a, b)
         self._param_tables()
@@ -186,13 +186,38 @@ class BAMDPAllocator(BaseAllocator):
                 pairs = list(zip(a.tolist(), b.tolist(), strict=True))
                 w = np.ones((a.size, 1))
             uniq = sorted(set(pairs))
-            where = {pr: k for k, pr in enumerate(uniq)}
+            bank = self._bank_ids([self._spec(x, y) for x, y in uniq])
+            where = {pr: bank[k] for k, pr in enumerate(uniq)}
             tid = np.array([where[pr] for pr in pairs], dtype=np.int64).reshape(w.shape)
-            found = _Tables([self._spec(x, y) for x, y in uniq], tid, w, self.cache_dir)
+            found = _Tables(self._bank_stack, tid, w)
             if len(self._tables) > 64:
                 self._tables.clear()
             self._tables[key] = found
         return found
+
+    def _bank_ids(self, specs: list[TableSpec]) -> list[int]:
+        """Each spec's row in the allocator's bank of loaded tables, loading the new ones.
+
+        The bank outlives ``reset``: per-prompt priors change every episode, the grid corners
+        they interpolate between do not, so a new episode stacks no tables it already holds.
+        """
+        new = [sp for sp in dict.fromkeys(specs) if sp not in self._bank]
+        if new:
+            tables = [get_table(sp, directory=self.cache_dir).index for sp in new]
+            if self._bank and tables[0].shape != self._bank_stack.shape[1:]:
+                self._bank, self._bank_stack = {}, np.empty((0, *tables[0].shape))
+                new = list(dict.fromkeys(specs))
+                tables = [get_table(sp, directory=self.cache_dir).index for sp in new]
+            n = len(self._bank)
+            need = n + len(new)
+            if need > self._bank_stack.shape[0]:  # grow by doubling: amortised O(1) a table
+                grown = np.empty((max(need, 2 * self._bank_stack.shape[0]), *tables[0].shape))
+                grown[:n] = self._bank_stack[:n]
+                self._bank_stack = grown
+            for k, (sp, table) in enumerate(zip(new, tables, strict=True)):
+                self._bank_stack[n + k] = table
+                self._bank[sp] = n + k
+        return [self._bank[sp] for sp in specs]
 
     def _param_tables(self) -> _Tables:
         """The tables of the params' priors: one per prior when there are few distinct ones,
@@ -316,28 +341,72 @@ class BAMDPAllocator(BaseAllocator):
             M = min(2 * M, R, int(b.capacity.max()))
 
     def _expected_indices(self, b: Beliefs, t: _Tables, M: int) -> NDArray[np.float64]:
-        """e_i(m) for m = 0..M−1, made non-increasing in m; −inf past a question's capacity."""
-        m = np.arange(M)  # [M]
-        k = np.arange(M)  # [K=M]
-        mm = m[None, :, None]  # [1, M, 1]
-        kk = k[None, None, :]  # [1, 1, K]
-        valid = kk <= mm  # [1, M, K]
-        s = b.successes[:, None, None]  # [B, 1, 1]
-        f = b.failures[:, None, None]  # [B, 1, 1]
-        w = np.exp(
-            beta_binomial_logpmf(
-                np.minimum(kk, mm), mm, b.alpha[:, None, None], b.beta[:, None, None]
-            )
-        )  # [B, M, K]
-        w = np.where(valid, w, 0.0)
-        ss = s + np.minimum(kk, mm)  # [B, M, K]
-        ff = f + np.maximum(mm - kk, 0)  # [B, M, K]
-        q = np.broadcast_to(np.arange(b.rollouts.size)[:, None, None], ss.shape)
-        cap_ok = (mm < b.capacity[:, None, None]) & valid
-        idx = np.where(cap_ok, t.lookup(ss, ff, q), 0.0)  # [B, M, K]
-        E = np.sum(w * idx, axis=-1)  # [B, M]
-        E = np.where(m[None, :] < b.capacity[:, None], E, -np.inf)
-        return np.minimum.accumulate(E, axis=1)
+        """e_i(m) for m = 0..M−1, made non-increasing in m; −inf past a question's capacity.
+
+        Rows are memoised between the decisions of one episode: a question whose belief, counts
+        and capacity did not change since the last call (with the same tables and M) keeps its
+        row, so a round recomputes only the questions the previous round touched.
+        """
+        key = np.stack(
+            [b.alpha, b.beta, b.successes.astype(np.float64), b.failures.astype(np.float64),
+             b.capacity.astype(np.float64)], axis=1,
+        )  # fmt: skip
+        memo = self._rows
+        if memo is not None and memo[0] is t and memo[2].shape == key.shape:
+            width = max(M, memo[1])  # a longer row's prefix is the shorter row
+            rows = np.flatnonzero(np.any(memo[2] != key, axis=1))
+            E = memo[3]
+            if width > memo[1]:
+                E = np.empty((key.shape[0], width), dtype=np.float64)
+                rows = np.arange(key.shape[0])
+            else:
+                E = E.copy()
+        else:
+            width = M
+            rows = np.arange(b.rollouts.size)
+            E = np.empty((b.rollouts.size, M), dtype=np.float64)
+        if rows.size:
+            E[rows] = _expected_rows(b, t, width, rows)
+        self._rows = (t, width, key, E)
+        return E[:, :M]
+
+
+@functools.lru_cache(maxsize=32)
+def _pairs(
+    M: int,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+    """The pairs k <= m < M (m, k, ln C(m, k)) and the first pair of each m."""
+    mi, ki = np.tril_indices(M)
+    starts = (np.arange(M) * (np.arange(M) + 1)) // 2
+    for x in (mi, ki, starts):
+        x.flags.writeable = False
+    logc = log_binomial(mi, ki)
+    logc.flags.writeable = False
+    return mi, ki, logc, starts
+
+
+def _expected_rows(b: Beliefs, t: _Tables, M: int, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+    """e_i(m) = Σ_{k<=m} BetaBin(k; m, α_i, β_i)·λ*(s_i + k, f_i + m − k) for the questions
+    ``rows`` and m = 0..M−1, made non-increasing in m, −inf past capacity: [len(rows), M].
+
+    Only the pairs k <= m are evaluated, and the Beta-binomial log-weights are assembled from
+    per-question log-gamma rows (3·M values a question, not M² Beta functions).
+    """
+    mi, ki, logc, starts = _pairs(M)  # [P] pairs (m, k), m ascending, k ascending within m
+    a = b.alpha[rows][:, None]  # [Q, 1]
+    be = b.beta[rows][:, None]  # [Q, 1]
+    j = np.arange(M, dtype=np.float64)[None, :]  # [1, M]
+    ga, gb, gab = gammaln(a + j), gammaln(be + j), gammaln(a + be + j)  # [Q, M] each
+    norm = ga[:, :1] + gb[:, :1] - gammaln(a + be)  # ln B(α, β): [Q, 1]
+    logw = logc[None, :] + ga[:, ki] + gb[:, mi - ki] - gab[:, mi] - norm  # [Q, P]
+    s = b.successes[rows][:, None] + ki[None, :]  # [Q, P]
+    f = b.failures[rows][:, None] + (mi - ki)[None, :]  # [Q, P]
+    cap = b.capacity[rows][:, None]  # [Q, 1]
+    idx = t.lookup(s, f, np.broadcast_to(rows[:, None], s.shape))  # [Q, P]
+    contrib = np.where(mi[None, :] < cap, np.exp(logw) * idx, 0.0)  # [Q, P]
+    E = np.add.reduceat(contrib, starts, axis=1)  # [Q, M]
+    E = np.where(np.arange(M)[None, :] < cap, E, -np.inf)
+    return np.minimum.accumulate(E, axis=1)
 
 
 def _grid_corners(
