@@ -74,6 +74,7 @@ class CompeteConfig:
             "eval_every",
             "eval_size",
             "eval_k",
+            "gradient_noise_every",
             "threads",
         )
     }

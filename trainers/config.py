@@ -192,6 +192,14 @@ class GRPOConfig:
         default=4, metadata=field_help("samples per held-out prompt (pass@1, pass@k)")
     )
     save_every: int = field(default=50, metadata=field_help("checkpoint every N steps (0: at end)"))
+    gradient_noise_every: int = field(
+        default=10,
+        metadata=field_help(
+            "measure the gradient-noise ratio kappa of snr(kappa) every N steps (0: off): "
+            "within- against between-prompt spread of the output layer's per-rollout gradients, "
+            "from the update's own forward passes; logged as gradient_noise/kappa"
+        ),
+    )
     out: str = field(default="runs/grpo", metadata=field_help("run directory"))
     resume: bool = field(
         default=False, metadata=field_help("resume from the last checkpoint in the run directory")
@@ -247,7 +255,7 @@ class GRPOConfig:
             "eval_k",
         ):
             check_config_int(name, getattr(self, name), 1)
-        for name in ("pilot", "eval_every", "save_every"):
+        for name in ("pilot", "eval_every", "save_every", "gradient_noise_every"):
             check_config_int(name, getattr(self, name), 0)
         if self.threads is not None:
             check_config_int("threads", self.threads, 0)

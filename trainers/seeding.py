@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 #: purposes of ``derive_seed`` (the second part of every seed)
-DATA_ORDER, ALLOCATOR, SAMPLING, EVALUATION = 1, 2, 3, 4
+DATA_ORDER, ALLOCATOR, SAMPLING, EVALUATION, GRADIENT_NOISE = 1, 2, 3, 4, 5
 
 ExampleT = TypeVar("ExampleT")
 

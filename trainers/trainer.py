@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import os
 import time
 import warnings
@@ -41,11 +42,12 @@ from trainers.beliefs import BeliefStore
 from trainers.dropout import disable_dropout
 from trainers.engines import Engine, SamplingSpec, make_engine
 from trainers.evaluation import evaluate, held_out_subset
+from trainers.gradient_noise import Projection
 from trainers.grpo import GRPOConfig
 from trainers.prompts import encode_prompt
 from trainers.report import StepReport, build_report
 from trainers.rollouts import SUCCESS_THRESHOLD, Rollouts, RoundResult, check_counts
-from trainers.seeding import ALLOCATOR, SAMPLING, DataOrder, derive_seed
+from trainers.seeding import ALLOCATOR, GRADIENT_NOISE, SAMPLING, DataOrder, derive_seed
 from trainers.tasks import Example, Task, make_task
 from trainers.update import grpo_update
 
@@ -277,6 +279,13 @@ class GRPOTrainer:
         return self.allocator
 
     # --- the step API ---------------------------------------------------------------------
+    @functools.cached_property
+    def noise_projection(self) -> Projection:
+        """The run's fixed random projection of output-layer gradients (gradient-noise κ)."""
+        vocab, hidden = self.policy.get_output_embeddings().weight.shape
+        seed = derive_seed(self.cfg.seed, GRADIENT_NOISE)
+        return Projection(int(vocab), int(hidden), seed=seed)
+
     @property
     def round_size(self) -> int:
         """Rollouts this rank hands out per round (the last round may be smaller: the budget
@@ -385,6 +394,9 @@ class GRPOTrainer:
             [e.id for e in self.examples], s, f, self.step, groups=self._belief_groups()
         )
         report = build_report(self, ro, s, f, train, train_seconds)
+        for key in ("kappa", "within", "between", "prompts"):  # this rank's measurement
+            if f"noise_{key}" in train:
+                report.extra[f"gradient_noise/{key}"] = train[f"noise_{key}"]
         self.rollouts_total += report.rollouts
         report.rollouts_total = self.rollouts_total
         self.step += 1

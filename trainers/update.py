@@ -12,7 +12,10 @@ trainer only what an update needs (``cfg``, ``policy``/``model``, ``ref_model``,
 * ``forward_logps``: log-probs ``[b, T]`` of completion tokens (and entropies) of some rows;
 * ``micro_step``: one micro-batch's surrogate (+ KL) loss, backward, and its statistics;
 * ``optimizer_step``: clipping, the non-finite check (the update is skipped with a warning),
-  the optimizer's step.
+  the optimizer's step;
+* every ``gradient_noise_every`` steps, the first iteration's forward passes also measure the
+  within- and between-prompt gradient noise and their ratio κ (``trainers.gradient_noise``),
+  returned as ``noise_within``, ``noise_between``, ``noise_kappa``, ``noise_prompts``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import torch
 from numpy.typing import NDArray
 
 from trainers.collate import collate_prompt_completions, pad_rows
+from trainers.gradient_noise import NoiseCollector
 from trainers.grpo import (
     clipped_surrogate,
     expand_groups,
@@ -51,6 +55,7 @@ class UpdateBatch:
     weights: torch.Tensor  # [M, T] per-token loss weights
     width: int  # T
     rows: NDArray[np.int64]  # rollouts that carry gradient
+    groups: NDArray[np.int64]  # [M] question of each rollout
 
 
 def prepare_batch(ro: Rollouts, prompt_of: list[list[int]], cfg: Any) -> UpdateBatch:
@@ -75,13 +80,21 @@ def prepare_batch(ro: Rollouts, prompt_of: list[list[int]], cfg: Any) -> UpdateB
         weights=weights,
         width=width,
         rows=rows.astype(np.int64),
+        groups=np.asarray(group, dtype=np.int64),
     )
 
 
 def forward_logps(
-    t: Any, batch: UpdateBatch, idx: NDArray[np.int64], *, need_entropy: bool, ref: bool = False
+    t: Any,
+    batch: UpdateBatch,
+    idx: NDArray[np.int64],
+    *,
+    need_entropy: bool,
+    ref: bool = False,
+    noise: NoiseCollector | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """Log-probs ``[b, T]`` of the completion tokens of rows ``idx`` (entropies, mask)."""
+    """Log-probs ``[b, T]`` of the completion tokens of rows ``idx`` (entropies, mask); with
+    ``noise``, the rows' projected output-layer gradients go into it (same forward pass)."""
     pad = t.tokenizer.pad_token_id if t.tokenizer.pad_token_id is not None else 0
     rows = idx.tolist()
     c = collate_prompt_completions(
@@ -93,11 +106,15 @@ def forward_logps(
     )
     net: Any = t.ref_model if ref else t.model
     with t.autocast():
-        out = net(**c.model_inputs(), use_cache=False)
+        out = net(**c.model_inputs(), use_cache=False, output_hidden_states=noise is not None)
     logits = c.completion_logits(out.logits)  # [b, T, V]
     temp = t.cfg.temperature
     lp = per_token_logps(logits, c.targets, temperature=temp)  # [b, T]
     mask = c.completion_mask  # [b, T]
+    if noise is not None:
+        hidden = c.completion_logits(out.hidden_states[-1]).detach()  # [b, T, d]
+        adv = torch.as_tensor(batch.advantages[idx], dtype=torch.float32)  # [b]
+        noise.add(idx, hidden, logits.detach(), c.targets, mask, adv)
     ent = None
     if need_entropy:
         with torch.no_grad():
@@ -142,9 +159,11 @@ def micro_step(
     sync: bool,
     stats: dict[str, float],
     diffs: list[float],
+    noise: NoiseCollector | None = None,
 ) -> None:
     """Forward, loss and backward of one micro-batch (an empty ``idx`` runs a zero-weight row, so
-    DDP ranks stay in step); the first iteration's statistics go into ``stats`` and ``diffs``."""
+    DDP ranks stay in step); the first iteration's statistics go into ``stats`` and ``diffs``,
+    and its projected gradients into ``noise`` when given."""
     cfg = t.cfg
     dummy = idx.size == 0
     use = idx if not dummy else np.array([0])
@@ -154,7 +173,9 @@ def micro_step(
         else contextlib.nullcontext()
     )
     with ctx:
-        lp, ent, mask = forward_logps(t, batch, use, need_entropy=first)
+        lp, ent, mask = forward_logps(
+            t, batch, use, need_entropy=first, noise=noise if first and not dummy else None
+        )
         a = torch.as_tensor(batch.advantages[use], dtype=torch.float32, device=lp.device)  # [b]
         w = batch.weights[use, : lp.shape[1]].to(lp.device)  # [b, T]
         if dummy:
@@ -236,14 +257,25 @@ def grpo_update(t: Any, ro: Rollouts) -> dict[str, float]:
     if not chunks:
         return stats  # nothing carries gradient: no update, exactly as a zero gradient
     old = old_logprobs(t, batch, chunks)
+    every = t.cfg.gradient_noise_every
+    noise = (
+        NoiseCollector(t.noise_projection, t.cfg.temperature)
+        if every and t.step % every == 0
+        else None
+    )
     for it in range(t.cfg.num_iterations):
         t.optimizer.zero_grad(set_to_none=True)
         diffs: list[float] = []
         for ci, idx in enumerate(chunks):
             sync = ci == len(chunks) - 1
-            micro_step(t, batch, idx, old, first=it == 0, sync=sync, stats=stats, diffs=diffs)
+            micro_step(
+                t, batch, idx, old, first=it == 0, sync=sync, stats=stats, diffs=diffs, noise=noise
+            )
         if not optimizer_step(t, stats, first=it == 0, diffs=diffs):
             break
+    if noise is not None:
+        measured = noise.result(batch.groups)
+        stats.update({f"noise_{k}": v for k, v in measured.items()})
     t.optimizer.zero_grad(set_to_none=True)
     tokens = max(stats["tokens"], 1.0)
     for key in ("kl", "entropy", "low", "high"):

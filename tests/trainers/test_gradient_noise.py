@@ -1,0 +1,106 @@
+"""The gradient-noise ratio κ (trainers.gradient_noise) and its measurement in the trainer."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from trainers.gradient_noise import Projection, noise_ratio
+from trainers.grpo import GRPOConfig
+from trainers.trainer import GRPOTrainer
+
+
+@pytest.mark.parametrize("sb, sw", [(1.0, 2.0), (2.0, 1.0), (1.0, 0.5)])
+def test_noise_ratio_recovers_known_variances(sb, sw):
+    rng = np.random.default_rng(1)
+    P, n, k = 600, 6, 8
+    mu = rng.normal(0.0, sb, (P, k))
+    g = np.repeat(mu, n, axis=0) + rng.normal(0.0, sw, (P * n, k))
+    out = noise_ratio(g, np.repeat(np.arange(P), n))
+    assert out["prompts"] == P
+    assert out["within"] == pytest.approx(k * sw**2, rel=0.05)
+    # the sampling noise of the prompt means (sw²/n a dimension) is removed from the spread
+    assert out["between"] == pytest.approx(k * sb**2, rel=0.12)
+    assert out["kappa"] == pytest.approx(sw**2 / sb**2, rel=0.15)
+
+
+def test_noise_ratio_ragged_groups_and_degenerate_cases():
+    rng = np.random.default_rng(2)
+    sizes = rng.integers(2, 12, 500)
+    ids = np.repeat(np.arange(500), sizes)
+    mu = rng.normal(0.0, 1.0, (500, 4))
+    g = mu[ids] + rng.normal(0.0, 3.0, (ids.size, 4))
+    assert noise_ratio(g, ids)["kappa"] == pytest.approx(9.0, rel=0.2)
+    # groups of one carry no within-prompt information and are left out
+    assert noise_ratio(np.ones((3, 2)), np.array([0, 1, 2]))["prompts"] == 0
+    assert math.isnan(noise_ratio(np.ones((3, 2)), np.array([0, 1, 2]))["kappa"])
+    # identical prompt means: the spread is all sampling noise
+    same = noise_ratio(rng.normal(0, 1, (4000, 2)), np.repeat(np.arange(400), 10))
+    assert same["kappa"] > 20 or same["kappa"] == math.inf
+    with pytest.raises(ValueError, match="one group id per row"):
+        noise_ratio(np.ones((3, 2)), np.array([0, 1]))
+
+
+def test_projection_reads_the_output_layer_gradient():
+    """z_k = r_kᵀ G c_k with G = ∇_W Σ_t log π(y_t), W the output layer (checked by autograd)."""
+    torch.manual_seed(0)
+    b, T, d, V, temp = 3, 5, 7, 11, 0.7
+    h = torch.randn(b, T, d)
+    W = torch.randn(V, d, requires_grad=True)
+    y = torch.randint(0, V, (b, T))
+    mask = torch.ones(b, T)
+    mask[1, 3:] = 0  # a shorter completion
+    logits = h @ W.T  # [b, T, V]
+    proj = Projection(V, d, dim=6, seed=3)
+    z = proj.rollouts(h, logits.detach(), y, mask, temp)  # [b, 6]
+    for row in range(b):
+        W.grad = None
+        lp = torch.log_softmax(logits[row] / temp, dim=-1).gather(-1, y[row, :, None])[:, 0]
+        (lp * mask[row]).sum().backward(retain_graph=True)
+        G = W.grad  # [V, d]
+        want = torch.einsum("vk,vd,dk->k", proj.r, G, proj.c)
+        torch.testing.assert_close(z[row], want, rtol=1e-4, atol=1e-5)
+
+
+def _cfg(model_dir, **kw):
+    base = dict(
+        model=str(model_dir),
+        task_size=2000,
+        batch_size=16,
+        group_size=4,
+        eval_every=0,
+        tensorboard=False,
+        progress=False,
+        device="cpu",
+        threads=1,
+    )
+    base.update(kw)
+    return GRPOConfig(**base)
+
+
+def test_the_trainer_logs_kappa_every_n_steps(tiny_model_dir):
+    t = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=2))
+    reports = [t.train_step() for _ in range(4)]
+    measured = [r for r in reports if "gradient_noise/kappa" in r.extra]
+    assert [r.step for r in measured] == [0, 2]
+    for r in measured:
+        if r.extra["gradient_noise/prompts"] >= 2:
+            assert r.extra["gradient_noise/within"] > 0
+            assert not math.isnan(r.extra["gradient_noise/kappa"])
+    assert "gradient_noise/kappa" in measured[0].as_dict()
+    off = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=0))
+    assert "gradient_noise/kappa" not in off.train_step().extra
+
+
+def test_measuring_changes_no_update(tiny_model_dir):
+    """The measurement reads the update's forward passes and changes no weight."""
+    a = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=1))
+    b = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=0))
+    for _ in range(2):
+        a.train_step()
+        b.train_step()
+    for pa, pb in zip(a.policy.parameters(), b.policy.parameters(), strict=True):
+        torch.testing.assert_close(pa, pb, rtol=0, atol=0)
