@@ -115,7 +115,11 @@ class GRPOConfig:
         default=None, metadata=field_help("cap on one prompt's rollouts per step (default: none)")
     )
     utility: str = field(
-        default="informative", metadata=field_help("training utility the allocator maximises")
+        default="informative",
+        metadata=field_help(
+            "training utility the allocator maximises: a name (informative, snr(8), ...) or "
+            "'snr(auto)': snr(kappa) with kappa measured in this run (gradient_noise_every)"
+        ),
     )
     prior_alpha: float = field(
         default=1.0, metadata=field_help("Beta prior alpha of unseen prompts")
@@ -297,7 +301,14 @@ class GRPOConfig:
             )
         from adaroll_env.utilities import get_utility
 
-        get_utility(self.utility)  # an unknown name raises, suggesting the closest
+        if self.utility == "snr(auto)":
+            if self.gradient_noise_every < 1:
+                raise ValueError(
+                    "utility 'snr(auto)' takes kappa from the run's gradient-noise measurement, "
+                    "which gradient_noise_every = 0 turns off: set it >= 1 (default 10)"
+                )
+        else:
+            get_utility(self.utility)  # an unknown name raises, suggesting the closest
         check_allocator_spec(self.allocator)
         if self.allocator_kwargs is not None:
             allocator_kwargs(self.allocator, self.allocator_kwargs)

@@ -23,12 +23,16 @@ From the projected g_ij of the prompts with at least two rollouts with gradient:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-__all__ = ["NoiseCollector", "Projection", "noise_ratio"]
+__all__ = ["AUTO_UTILITY", "AutoKappa", "NoiseCollector", "Projection", "noise_ratio"]
+
+#: the utility name that asks for snr(κ) with κ measured in training (``AutoKappa``)
+AUTO_UTILITY = "snr(auto)"
 
 
 class Projection:
@@ -129,3 +133,57 @@ class NoiseCollector:
             return noise_ratio(np.zeros((0, 1)), np.zeros(0))
         rows = np.concatenate(self.rows)
         return noise_ratio(np.concatenate(self.grads), np.asarray(groups)[rows])
+
+
+class AutoKappa:
+    """κ for ``utility="snr(auto)"``: ``snr(κ)`` with κ the run's own measured noise ratio.
+
+    Starts at ``start`` (8, the simulator's choice) until ``window`` measurements exist, then
+    follows the median of the last ``window`` finite measurements, snapped to a grid of
+    ``per_decade`` points a decade (1, 1.78, 3.16, 5.62, 10, ...; clipped to [``low``,
+    ``high``]) so that the allocator's index tables (cached per utility name) change only when
+    the estimate moves by a grid step, not with every noisy measurement.
+    """
+
+    def __init__(
+        self,
+        start: float = 8.0,
+        *,
+        window: int = 5,
+        per_decade: int = 4,
+        low: float = 0.1,
+        high: float = 1000.0,
+    ) -> None:
+        self.kappa = float(start)
+        self.window = int(window)
+        self.per_decade = int(per_decade)
+        self.low, self.high = float(low), float(high)
+        self.measured: list[float] = []
+
+    @property
+    def utility(self) -> str:
+        """The utility name in force: ``snr(<κ>)``."""
+        return f"snr({self.kappa:.4g})"
+
+    def update(self, kappa: float) -> bool:
+        """Add one measurement (NaN ignored, inf clipped to ``high``); True if κ moved."""
+        if math.isnan(kappa):
+            return False
+        self.measured = [*self.measured, min(float(kappa), self.high)][-self.window :]
+        if len(self.measured) < self.window:
+            return False
+        med = float(np.median(self.measured))
+        snapped = 10.0 ** (round(self.per_decade * math.log10(max(med, 1e-12))) / self.per_decade)
+        new = float(f"{min(max(snapped, self.low), self.high):.4g}")
+        moved = new != self.kappa
+        self.kappa = new
+        return moved
+
+    def state_dict(self) -> dict[str, Any]:
+        """For checkpoints."""
+        return {"kappa": self.kappa, "measured": list(self.measured)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
+        self.kappa = float(state["kappa"])
+        self.measured = [float(x) for x in state["measured"]]

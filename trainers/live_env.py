@@ -102,7 +102,7 @@ class GRPOTrainingEnv(gym.Env[dict[str, NDArray[np.float32]], NDArray[np.float32
             max_group=t.cfg.max_group,
             mode="rounds",
             round_size=t.local_round,
-            utility=t.cfg.utility,
+            utility=t.utility,
         )
         self.params = template
         self.observation_space = am.observation_space(template)  # type: ignore[assignment]

@@ -88,7 +88,7 @@ def build_report(
 ) -> StepReport:
     """The step's report from its successes ``s`` and failures ``f`` per question, the update's
     statistics and timings; summed over ranks (``t.world > 1``)."""
-    sums = _step_sums(ro, s, f, train, t.cfg.utility)
+    sums = _step_sums(ro, s, f, train, t.utility)
     if t.world > 1:
         sums = all_reduce(t, sums)
         for k in train:
@@ -110,7 +110,7 @@ def build_report(
         all_correct_frac=sums["all_correct"] / q,
         all_wrong_frac=sums["all_wrong"] / q,
         empty_frac=sums["empty"] / q,
-        utilities={name: sums[f"u/{name}"] for name in _reported_utilities(t.cfg.utility)},
+        utilities={name: sums[f"u/{name}"] for name in _reported_utilities(t.utility)},
         reward=mean,
         reward_std=math.sqrt(var),
         frac_reward_zero_std=sums["zero_std"] / max(sums["groups"], 1.0),

@@ -42,7 +42,7 @@ from trainers.beliefs import BeliefStore
 from trainers.dropout import disable_dropout
 from trainers.engines import Engine, SamplingSpec, make_engine
 from trainers.evaluation import evaluate, held_out_subset
-from trainers.gradient_noise import Projection
+from trainers.gradient_noise import AUTO_UTILITY, AutoKappa, Projection
 from trainers.grpo import GRPOConfig
 from trainers.prompts import encode_prompt
 from trainers.report import StepReport, build_report
@@ -120,6 +120,7 @@ class GRPOTrainer:
         )
         self._prompt_ids: dict[int, list[int]] = {}
         self.data = DataOrder(self.task.train, seed=cfg.seed)
+        self.auto_kappa = AutoKappa() if cfg.utility == AUTO_UTILITY else None
         # counters (all saved in checkpoints)
         self.step = 0
         self.rollouts_total = 0
@@ -287,6 +288,12 @@ class GRPOTrainer:
         return Projection(int(vocab), int(hidden), seed=seed)
 
     @property
+    def utility(self) -> str:
+        """The utility the allocator maximises this step: ``cfg.utility``, or for
+        ``snr(auto)`` the ``snr(κ)`` of the run's measured κ (``trainers.gradient_noise``)."""
+        return self.auto_kappa.utility if self.auto_kappa is not None else self.cfg.utility
+
+    @property
     def round_size(self) -> int:
         """Rollouts this rank hands out per round (the last round may be smaller: the budget
         left); what ``run_round``'s counts sum to is ``min(round_size, budget_left)``."""
@@ -327,7 +334,7 @@ class GRPOTrainer:
             max_group=cfg.max_group,
             mode="rounds",
             round_size=self.local_round,
-            utility=cfg.utility,
+            utility=self.utility,
         )
         self.state = am.initial_state(self.params)
         self._rollouts = Rollouts(len(self.examples))
@@ -397,6 +404,10 @@ class GRPOTrainer:
         for key in ("kappa", "within", "between", "prompts"):  # this rank's measurement
             if f"noise_{key}" in train:
                 report.extra[f"gradient_noise/{key}"] = train[f"noise_{key}"]
+        if self.auto_kappa is not None:
+            report.extra["gradient_noise/kappa_used"] = self.auto_kappa.kappa
+            if "noise_kappa" in train:  # the same on every rank: rank 0's measurement
+                self.auto_kappa.update(self._rank0(train["noise_kappa"]))
         self.rollouts_total += report.rollouts
         report.rollouts_total = self.rollouts_total
         self.step += 1
@@ -426,6 +437,16 @@ class GRPOTrainer:
                 ) from exc
         return self.finish_step()
 
+    def _rank0(self, value: float) -> float:
+        """``value`` as rank 0 has it (itself when there is one process)."""
+        if self.world == 1:
+            return value
+        from accelerate.utils import broadcast_object_list
+
+        box = [value]
+        broadcast_object_list(box, from_process=0)
+        return float(box[0])
+
     # --- evaluation -----------------------------------------------------------------------
     def evaluate(self, *, size: int | None = None, k: int | None = None) -> dict[str, float]:
         """Held-out pass@1 and pass@k (``trainers.evaluation.evaluate``)."""
@@ -445,6 +466,7 @@ class GRPOTrainer:
             "cursor": self.cursor,
             "optimizer": self.optimizer.state_dict(),
             "beliefs": self.beliefs.state_dict(),
+            "auto_kappa": self.auto_kappa.state_dict() if self.auto_kappa is not None else None,
             "torch_rng": torch.get_rng_state(),
             "world": self.world,
         }
@@ -463,6 +485,8 @@ class GRPOTrainer:
         self.data.seek(int(state["epoch"]), int(state["cursor"]))
         self.optimizer.load_state_dict(state["optimizer"])
         self.beliefs.load_state_dict(state["beliefs"])
+        if self.auto_kappa is not None and state.get("auto_kappa") is not None:
+            self.auto_kappa.load_state_dict(state["auto_kappa"])
         torch.set_rng_state(state["torch_rng"])
 
     def close(self) -> None:

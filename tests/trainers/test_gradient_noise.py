@@ -104,3 +104,41 @@ def test_measuring_changes_no_update(tiny_model_dir):
         b.train_step()
     for pa, pb in zip(a.policy.parameters(), b.policy.parameters(), strict=True):
         torch.testing.assert_close(pa, pb, rtol=0, atol=0)
+
+
+def test_auto_kappa_follows_the_median_on_a_grid():
+    from trainers.gradient_noise import AutoKappa
+
+    auto = AutoKappa(window=3)
+    assert auto.utility == "snr(8)"  # until three measurements exist
+    assert not auto.update(4.0) and not auto.update(float("nan")) and not auto.update(5.0)
+    assert auto.kappa == 8.0
+    assert auto.update(6.0)  # median 5 snaps to 10^(3/4) = 5.623
+    assert auto.utility == "snr(5.623)"
+    assert not auto.update(5.2)  # median of (5, 6, 5.2) snaps to the same point
+    auto.update(math.inf)
+    auto.update(math.inf)
+    assert auto.kappa == 1000.0  # clipped: the spread is all sampling noise
+    copy = AutoKappa(window=3)
+    copy.load_state_dict(auto.state_dict())
+    assert copy.kappa == auto.kappa and copy.measured == auto.measured
+
+
+def test_snr_auto_in_the_trainer(tiny_model_dir):
+    t = GRPOTrainer(
+        _cfg(tiny_model_dir, utility="snr(auto)", allocator="bamdp", gradient_noise_every=1)
+    )
+    t.auto_kappa.window = 2
+    used = []
+    for _ in range(4):
+        r = t.train_step()
+        used.append(r.extra["gradient_noise/kappa_used"])
+        assert t.params is not None and t.params.utility == f"snr({used[-1]:.4g})"
+    assert used[0] == 8.0
+    if t.auto_kappa.measured:  # two finite measurements moved κ onto the grid
+        k = t.auto_kappa.kappa
+        assert math.isclose(4 * math.log10(k), round(4 * math.log10(k)), abs_tol=1e-3)
+    state = t.state_dict()
+    assert state["auto_kappa"] == t.auto_kappa.state_dict()
+    with pytest.raises(ValueError, match="gradient_noise_every = 0"):
+        _cfg(tiny_model_dir, utility="snr(auto)", gradient_noise_every=0)
