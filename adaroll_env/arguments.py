@@ -34,12 +34,15 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
 
     A field holding a dataclass (a ``GRPOConfig`` inside ``CompeteConfig``) adds the options of
     its own fields, without prefix: those named in the outer class's ``NESTED_FLAGS[field]``
-    (all when it names none), with the defaults of the field's default instance. Read the parsed
-    arguments back with ``config_from_args``.
+    (all when it names none), with the defaults of the field's default instance. Fields with
+    ``init=False`` (derived in ``__post_init__``) get no option. Read the parsed arguments back
+    with ``config_from_args``.
     """
     hints = get_type_hints(cls)
     nested_flags: dict[str, tuple[str, ...]] = getattr(cls, "NESTED_FLAGS", {})
     for f in dataclasses.fields(cls):
+        if not f.init:  # derived in __post_init__, never given
+            continue
         tp = hints[f.name]
         if dataclasses.is_dataclass(tp) and isinstance(tp, type):
             inner = _default_of(f)
@@ -100,6 +103,8 @@ def config_from_args(cls: type, args: argparse.Namespace) -> Any:
     """The ``cls`` instance the parsed ``args`` describe (nested dataclass fields included)."""
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
         tp = get_type_hints(cls)[f.name]
         if dataclasses.is_dataclass(tp) and isinstance(tp, type):
             given = {

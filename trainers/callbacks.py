@@ -65,14 +65,22 @@ class MetricsCallback(Callback):
 
 class EvaluationCallback(Callback):
     """Held-out evaluation at the start of a fresh run, every ``eval_every`` steps and at the end
-    (not after a stop by a signal: the stop stays quick, the resumed run evaluates)."""
+    (not after a stop by a signal: the stop stays quick, the resumed run evaluates).
+
+    Each record of ``eval.jsonl`` holds ``step``, ``rollouts_total``, ``seconds`` (training
+    wall-clock so far: the sum of the steps' ``step_seconds``, so time spent evaluating and
+    saving is left out; a resumed run continues the sum of the steps it kept) and the
+    evaluation's numbers (``GRPOTrainer.evaluate``).
+    """
 
     def __init__(self, every: int) -> None:
         self.every = every
+        self.seconds = 0.0
 
     def _evaluate(self, ctx: RunContext) -> None:
         t = ctx.trainer
-        rec = {"step": t.step, "rollouts_total": t.rollouts_total, **t.evaluate()}
+        rec = {"step": t.step, "rollouts_total": t.rollouts_total, "seconds": self.seconds,
+               **t.evaluate()}  # fmt: skip
         if ctx.log is not None:
             ctx.log.write("eval.jsonl", rec, prefix="eval")
         if ctx.first_eval is None and ctx.resume_step is None:
@@ -81,11 +89,14 @@ class EvaluationCallback(Callback):
 
     def on_start(self, ctx: RunContext) -> None:
         """Before the first step."""
+        kept = read_jsonl(ctx.out / "metrics.jsonl") if ctx.resume_step is not None else []
+        self.seconds = float(sum(m["step_seconds"] for m in kept))
         if self.every and ctx.resume_step is None:
             self._evaluate(ctx)
 
     def on_step(self, ctx: RunContext, report: dict[str, Any]) -> None:
         """After each step."""
+        self.seconds += float(report["step_seconds"])
         if self.every and ctx.trainer.step % self.every == 0:
             self._evaluate(ctx)
 

@@ -14,6 +14,9 @@ from typing import Any
 
 from adaroll_env.arguments import add_dataclass_arguments, config_from_args
 
+#: the command line being run by ``main`` (None outside it): ``invoked_command``
+_running: list[str] | None = None
+
 #: subcommand -> (module, config class, main function, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str, str, str]] = {
     "bench": (
@@ -95,9 +98,26 @@ def _resolve_main(module: str, fn_name: str) -> Any:
     return getattr(importlib.import_module(module), fn_name)
 
 
+def invoked_command() -> str | None:
+    """The ``adaroll ...`` command line being run, shell-quoted; None when the caller is not
+    ``main`` (a library call from Python). Recorded beside results (``adaroll compete``)."""
+    import shlex
+
+    return None if _running is None else shlex.join(["adaroll", *_running])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``adaroll`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    global _running
+    _running = argv
+    try:
+        return _main(argv)
+    finally:
+        _running = None
+
+
+def _main(argv: list[str]) -> int:
     command = _command_of(argv)
     parser = build_parser(command if command in SUBCOMMANDS else "")
     args = parser.parse_args(argv)

@@ -1,12 +1,16 @@
 """``adaroll compete``: allocators compete in real GRPO training from the same starting point.
 
-Every (allocator, seed) pair is one ``adaroll grpo`` run with the same model checkpoint, task,
-data order (the seed), rollout budget per step and number of steps; only the allocator differs.
-The competition directory holds ``runs/<allocator>/seed<k>/`` (each a full run directory, so a
-rerun skips finished runs and nothing is lost), then ``results.csv``, ``table.md``,
-``summary.json``, ``accuracy.png`` (held-out pass@1 against rollouts spent, mean over seeds with a
-95 % band), ``informative.png`` (informative fraction per step) and ``calibration.png`` (the pass
-rates the trainer observed against the ``rlvr`` profile of the simulator).
+Who competes is a list of entrants (``trainers.compete_entrants``): ``--allocators a,b`` (one
+entrant per spec) or ``--entrants FILE`` (each entrant a name, an allocator, its keyword
+arguments and its own allocation and belief settings). Every (entrant, seed) pair is one
+``adaroll grpo`` run with the same model checkpoint, task, data order (the seed), rollout budget
+per step and number of steps. The competition directory holds ``runs/<entrant>/seed<k>/`` (each a
+full run directory, so a rerun skips finished runs and nothing is lost), then ``results.csv``,
+``table.md`` (accuracy, paired differences against ``--baseline`` and mechanism:
+``trainers.compete_stats``), ``summary.json``, ``accuracy.png`` (held-out pass@1 against
+rollouts spent, mean over seeds with a 95 % band), ``informative.png`` (informative fraction per
+step) and ``calibration.png`` (the pass rates the trainer observed against the ``rlvr`` profile
+of the simulator).
 """
 
 from __future__ import annotations
@@ -15,20 +19,38 @@ import contextlib
 import csv
 import dataclasses
 import json
-import math
 import os
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from adaroll_env.stats import mean_ci
+from adaroll_env.errors import unknown_name
 from trainers import stopping
+from trainers.compete_entrants import (
+    Entrant,
+    check_unique,
+    entrants_from_allocators,
+    load_entrants,
+)
 from trainers.compete_plots import plot_accuracy, plot_calibration, plot_informative
+from trainers.compete_stats import (
+    accuracy_row,
+    markdown,
+    mechanism,
+    paired,
+    rollouts_to_reach,
+)
 from trainers.config import check_config_int
 from trainers.grpo import GRPOConfig, field_help
+
+__all__ = ["CompeteConfig", "Entrant", "main", "rollouts_to_reach", "tabulate"]
+
+#: the allocators that compete when neither ``--allocators`` nor ``--entrants`` is given
+DEFAULT_ALLOCATORS = "uniform,bamdp,thompson,sb3:pretrained"
 
 
 def _competition_defaults() -> GRPOConfig:
@@ -42,9 +64,11 @@ class CompeteConfig:
     """Allocators compete in real GRPO training (same checkpoint, data, seed and budget).
 
     ``grpo`` holds the settings every run shares; each run's own ``GRPOConfig`` is ``grpo`` with
-    the allocator, its keyword arguments, the seed and the run directory filled in
-    (``run_config``). On the command line the shared settings are plain options
-    (``--steps``, ``--batch-size``, ...: ``NESTED_FLAGS``).
+    the entrant's settings, its allocator and keyword arguments, the seed and the run directory
+    filled in (``run_config``). On the command line the shared settings are plain options
+    (``--steps``, ``--batch-size``, ...: ``NESTED_FLAGS``). The entrants come from
+    ``allocators`` or from an ``entrants`` file, never both; ``resolved_entrants`` is the list
+    either gives (written into the competition's ``config.json``).
     """
 
     #: the ``GRPOConfig`` fields ``adaroll compete`` exposes as options
@@ -81,29 +105,74 @@ class CompeteConfig:
     #: fields of ``grpo`` the competition sets for each run itself
     PER_RUN: ClassVar[tuple[str, ...]] = ("allocator", "allocator_kwargs", "seed", "out")
 
-    allocators: str = field(
-        default="uniform,bamdp,thompson,sb3:pretrained",
-        metadata=field_help("comma-separated allocator specs"),
+    allocators: str | None = field(
+        default=None,
+        metadata=field_help(
+            f"comma-separated allocator specs, one entrant each (default: {DEFAULT_ALLOCATORS};"
+            " not with --entrants)"
+        ),
+    )
+    entrants: str | None = field(
+        default=None,
+        metadata=field_help(
+            "YAML or JSON file listing the entrants, each a name, an allocator, its "
+            "allocator_kwargs and its own allocation and belief settings (example: "
+            "docs/compete/entrants.yaml; not with --allocators)"
+        ),
     )
     allocator_kwargs: str | None = field(
         default=None,
         metadata=field_help(
             "JSON object from allocator spec to its constructor's keyword arguments, e.g. "
-            '\'{"bamdp": {"max_horizon": 4}}\' (validated like adaroll grpo\'s)'
+            '\'{"bamdp": {"max_horizon": 4}}\' (validated like adaroll grpo\'s; with --entrants '
+            "they go in the file)"
         ),
     )
-    seeds: int = field(default=3, metadata=field_help("seeds per allocator (0, 1, ...)"))
+    baseline: str | None = field(
+        default=None,
+        metadata=field_help(
+            "the entrant the others are paired against, seed by seed (default: 'uniform' when "
+            "it competes, else the first)"
+        ),
+    )
+    seeds: int = field(default=3, metadata=field_help("seeds per entrant (0, 1, ...)"))
     workers: int = field(default=2, metadata=field_help("runs in parallel (processes)"))
     out: str = field(default="runs/compete", metadata=field_help("competition directory"))
     progress: bool = field(default=True, metadata=field_help("show progress"))
     grpo: GRPOConfig = field(default_factory=_competition_defaults)
+    resolved_entrants: list[Entrant] = field(
+        init=False,
+        default_factory=list,
+        metadata=field_help("the entrants, from allocators or the entrants file (derived)"),
+    )
 
     def __post_init__(self) -> None:
-        specs = self.allocator_list()
-        if not specs:
-            raise ValueError("allocators is empty: give e.g. --allocators uniform,bamdp")
-        if len(set(specs)) != len(specs):
-            raise ValueError(f"allocators has duplicates: {specs}")
+        if self.entrants is not None:
+            if self.allocators is not None:
+                raise ValueError(
+                    f"--entrants ({self.entrants}) and --allocators ({self.allocators}) both "
+                    "given: the entrants file names each entrant's allocator; drop --allocators"
+                )
+            if self.allocator_kwargs is not None:
+                raise ValueError(
+                    "--allocator-kwargs with --entrants: give each entrant's keyword arguments "
+                    "as allocator_kwargs in the entrants file"
+                )
+            self.resolved_entrants = load_entrants(self.entrants)
+        else:
+            specs = self.allocator_list()
+            if not specs:
+                raise ValueError("allocators is empty: give e.g. --allocators uniform,bamdp")
+            if len(set(specs)) != len(specs):
+                raise ValueError(f"allocators has duplicates: {specs}")
+            kwargs = self.kwargs_by_allocator()
+            unknown = sorted(set(kwargs) - set(specs))
+            if unknown:
+                raise ValueError(
+                    f"allocator_kwargs names {unknown}, which are not among the allocators {specs}"
+                )
+            self.resolved_entrants = entrants_from_allocators(specs, kwargs)
+            check_unique(self.resolved_entrants)  # e.g. "a:b" and "a_b" share a directory
         for name in ("seeds", "workers"):
             check_config_int(name, getattr(self, name), 1)
         if self.grpo.eval_every < 1:
@@ -111,18 +180,33 @@ class CompeteConfig:
                 f"eval_every must be >= 1 in a competition (its table compares held-out "
                 f"curves), got {self.grpo.eval_every!r}"
             )
-        kwargs = self.kwargs_by_allocator()
-        unknown = sorted(set(kwargs) - set(specs))
-        if unknown:
-            raise ValueError(
-                f"allocator_kwargs names {unknown}, which are not among the allocators {specs}"
-            )
-        for spec in specs:  # the trainer's own checks (names, files, keywords), now
-            self.run_config(spec, 0)
+        if self.baseline is not None and self.baseline not in self.names():
+            raise unknown_name("baseline entrant", self.baseline, self.names(),
+                               "The baseline is one of the entrants.")  # fmt: skip
+        for e in self.resolved_entrants:  # the trainer's own checks (names, files, keywords)
+            try:
+                self.run_config(e.name, 0)
+            except ValueError as exc:
+                raise ValueError(f"entrant {e.name!r}: {exc}") from None
 
     def allocator_list(self) -> list[str]:
-        """The allocator specs, in order."""
-        return [s.strip() for s in self.allocators.split(",") if s.strip()]
+        """The allocator specs of ``allocators`` (its default when neither it nor ``entrants``
+        is given), in order; with an entrants file, the entrants' allocators."""
+        if self.entrants is not None:
+            return [e.allocator for e in self.resolved_entrants]
+        text = DEFAULT_ALLOCATORS if self.allocators is None else self.allocators
+        return [s.strip() for s in text.split(",") if s.strip()]
+
+    def names(self) -> list[str]:
+        """The entrants' names, in order (with ``allocators``, the specs)."""
+        return [e.name for e in self.resolved_entrants]
+
+    def entrant(self, name: str) -> Entrant:
+        """The entrant called ``name``."""
+        for e in self.resolved_entrants:
+            if e.name == name:
+                return e
+        raise unknown_name("entrant", name, self.names())
 
     def kwargs_by_allocator(self) -> dict[str, dict[str, Any]]:
         """``allocator_kwargs`` parsed: spec -> keyword arguments."""
@@ -141,24 +225,25 @@ class CompeteConfig:
             )
         return parsed
 
-    def run_dir(self, allocator: str, seed: int) -> Path:
-        """Where the run of ``allocator`` with ``seed`` lives."""
-        safe = allocator.replace(":", "_").replace("/", "_")
-        return Path(self.out) / "runs" / safe / f"seed{seed}"
+    def run_dir(self, name: str, seed: int) -> Path:
+        """Where the run of entrant ``name`` with ``seed`` lives."""
+        return Path(self.out) / "runs" / Entrant(name, "").directory_name / f"seed{seed}"
 
-    def run_config(self, allocator: str, seed: int) -> GRPOConfig:
-        """The ``GRPOConfig`` of one run: ``grpo`` with this allocator, seed and directory; one
-        torch thread per run when several run at once (unless ``grpo.threads`` is set)."""
-        kwargs = self.kwargs_by_allocator().get(allocator)
+    def run_config(self, name: str, seed: int) -> GRPOConfig:
+        """The ``GRPOConfig`` of one run: ``grpo`` with entrant ``name``'s settings, allocator
+        and keyword arguments, this seed and directory; one torch thread per run when several
+        run at once (unless ``grpo.threads`` is set)."""
+        e = self.entrant(name)
         threads = self.grpo.threads
         if threads is None and self.workers > 1:
             threads = 1
         return dataclasses.replace(
             self.grpo,
-            allocator=allocator,
-            allocator_kwargs=json.dumps(kwargs) if kwargs else None,
+            **e.settings,
+            allocator=e.allocator,
+            allocator_kwargs=json.dumps(e.allocator_kwargs) if e.allocator_kwargs else None,
             seed=seed,
-            out=str(self.run_dir(allocator, seed)),
+            out=str(self.run_dir(name, seed)),
             save_every=0,
             resume=True,
             progress=False,
@@ -186,8 +271,26 @@ def _finished(cfg: GRPOConfig) -> bool:
     return path.exists() and json.loads(path.read_text()).get("steps") == cfg.steps
 
 
+def _check_recorded(jobs: list[GRPOConfig]) -> None:
+    """Refuse a run directory that ran with other settings than its entrant now has (an edited
+    entrants file or other shared options with the same ``--out``): its numbers would be
+    tabulated, or continued, under the wrong name."""
+    from trainers.checkpoints import config_changes
+
+    for job in jobs:
+        path = Path(job.out) / "config.json"
+        if not path.exists():
+            continue
+        changes = config_changes(json.loads(path.read_text()), job.to_dict())
+        if changes:
+            raise ValueError(
+                f"{job.out} ran with other settings ({'; '.join(changes)}): rename the entrant, "
+                "choose another --out, or remove that run directory"
+            )
+
+
 def main(cfg: CompeteConfig) -> dict[str, Any]:
-    """Run every (allocator, seed) not yet finished, then tabulate and plot.
+    """Run every (entrant, seed) not yet finished, then tabulate and plot.
 
     On SIGINT/SIGTERM every running run finishes its step and saves a checkpoint, no new run
     starts, and ``stopping.RunInterrupted`` is raised: rerunning the same command resumes.
@@ -200,10 +303,11 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     check_model_path(cfg.grpo.model)  # before the competition directory is written
     console = Console()
     out = Path(cfg.out)
+    jobs = [cfg.run_config(name, s) for s in range(cfg.seeds) for name in cfg.names()]
+    _check_recorded(jobs)
     resolve_model_dir(cfg.grpo.model)  # builds the tiny warm start once, before workers start
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
-    jobs = [cfg.run_config(a, s) for s in range(cfg.seeds) for a in cfg.allocator_list()]
     todo = [j for j in jobs if not _finished(j)]
     threads = jobs[0].torch_threads()
     console.print(
@@ -287,129 +391,109 @@ class _Forward:
 
 
 # --- analysis ---------------------------------------------------------------------------------
-def rollouts_to_reach(curve: list[tuple[float, float]], target: float) -> float | None:
-    """Rollouts from which the (rollouts, accuracy) curve reaches ``target`` and stays there to
-    the end (interpolated linearly into the last upward crossing), so that a noisy evaluation
-    that touches the target and falls back does not count; None if the curve ends below it."""
-    if not curve or curve[-1][1] < target:
-        return None
-    below = [i for i, (_, y) in enumerate(curve) if y < target]
-    if not below:
-        return curve[0][0]
-    (x0, y0), (x1, y1) = curve[below[-1]], curve[below[-1] + 1]
-    return x0 + (x1 - x0) * (target - y0) / (y1 - y0)
-
-
 def _load(cfg: CompeteConfig) -> dict[str, list[dict[str, Any]]]:
+    """The finished runs under ``cfg.out``: entrant name -> its runs (``load_run``)."""
+    from trainers.compete_stats import load_run
     from trainers.run import read_jsonl
 
     runs: dict[str, list[dict[str, Any]]] = {}
-    for a in cfg.allocator_list():
+    for name in cfg.names():
         for s in range(cfg.seeds):
-            d = cfg.run_dir(a, s)
+            d = cfg.run_dir(name, s)
             if not (d / "summary.json").exists():
                 continue
-            runs.setdefault(a, []).append(
-                {
-                    "seed": s,
-                    "summary": json.loads((d / "summary.json").read_text()),
-                    "eval": read_jsonl(d / "eval.jsonl"),
-                    "metrics": read_jsonl(d / "metrics.jsonl"),
-                    "beliefs": json.loads((d / "beliefs.json").read_text())
-                    if (d / "beliefs.json").exists()
-                    else None,
-                }
+            beliefs = d / "beliefs.json"
+            runs.setdefault(name, []).append(
+                load_run(
+                    s,
+                    json.loads((d / "summary.json").read_text()),
+                    read_jsonl(d / "eval.jsonl"),
+                    read_jsonl(d / "metrics.jsonl"),
+                    json.loads(beliefs.read_text()) if beliefs.exists() else None,
+                )
             )
     return runs
 
 
+def provenance(cfg: CompeteConfig) -> dict[str, Any]:
+    """What produced the tables: the warm start (``model`` as given and a short sha256 of its
+    weight files: ``trainers.models.weights_sha256``), the date and the command line (the
+    ``adaroll`` command that ran, or ``(called from Python)``)."""
+    from trainers.cli import invoked_command
+    from trainers.models import resolve_model_dir, weights_sha256
+
+    return {
+        "model": cfg.grpo.model,
+        "weights_sha256": weights_sha256(resolve_model_dir(cfg.grpo.model)),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": invoked_command() or "(called from Python)",
+    }
+
+
+def baseline_of(cfg: CompeteConfig, present: list[str]) -> str:
+    """The baseline among the entrants with finished runs: ``cfg.baseline``, else ``uniform``
+    when present, else the first."""
+    if cfg.baseline is not None:
+        if cfg.baseline not in present:
+            raise ValueError(
+                f"baseline {cfg.baseline!r} has no finished runs under {cfg.out}/runs "
+                f"(finished: {', '.join(present)}): run it, or pick another --baseline"
+            )
+        return cfg.baseline
+    return "uniform" if "uniform" in present else present[0]
+
+
+#: the paired columns of a row (empty on the baseline's) -> their key in ``paired``'s result
+PAIRED_COLUMNS = {
+    "delta_final": "delta_final_mean",
+    "delta_final_ci95": "delta_final_ci95",
+    "delta_auc": "delta_auc_mean",
+    "delta_auc_ci95": "delta_auc_ci95",
+    "rollouts_ratio": "rollouts_ratio",
+    "seconds_ratio": "seconds_ratio",
+    "paired_reached": "reached",
+    "wins": "wins",
+}
+
+
 def tabulate(cfg: CompeteConfig) -> dict[str, Any]:
-    """Table, CSV and plots of the finished runs under ``cfg.out``."""
+    """Tables, CSV and plots of the finished runs under ``cfg.out``; the summary."""
     runs = _load(cfg)
     out = Path(cfg.out)
     if not runs:
         raise ValueError(f"no finished runs under {out}/runs: run adaroll compete first")
-    curves = {
-        a: [[(e["rollouts_total"], e["pass@1"]) for e in r["eval"]] for r in rs]
-        for a, rs in runs.items()
-    }
-    base = "uniform" if "uniform" in runs else next(iter(runs))
-    target = float(np.mean([c[-1][1] for c in curves[base]]))
+    base = baseline_of(cfg, list(runs))
+    target = float(np.mean([r["curve"][-1][1] for r in runs[base]]))
     rows: list[dict[str, Any]] = []
-    base_reach: float | None = None
-    for a, rs in runs.items():
-        finals = [c[-1][1] for c in curves[a]]
-        mean, half = mean_ci(finals)
-        reach = [rollouts_to_reach(c, target) for c in curves[a]]
-        reached = [r for r in reach if r is not None]
-        mean_reach = float(np.mean(reached)) if len(reached) == len(reach) else None
-        if a == base:
-            base_reach = mean_reach
-        rows.append(
-            {
-                "allocator": a,
-                "seeds": len(rs),
-                "final_pass@1": mean,
-                "ci95": half,
-                "start_pass@1": float(np.mean([c[0][1] for c in curves[a]])),
-                "rollouts_to_target": mean_reach,
-                "reached": f"{len(reached)}/{len(reach)}",
-                "informative_frac": float(
-                    np.mean([m["informative_frac"] for r in rs for m in r["metrics"]])
-                ),
-                "trained_per_step": float(
-                    np.mean([m["trained_rollouts"] for r in rs for m in r["metrics"]])
-                ),
-                "alloc_overhead": float(
-                    np.median([m["alloc_overhead"] for r in rs for m in r["metrics"]])
-                ),
-                "minutes": float(np.mean([r["summary"]["minutes"] for r in rs])),
-                "rollouts": int(np.mean([r["summary"]["rollouts_total"] for r in rs])),
-            }
-        )
+    pairs: dict[str, dict[str, Any]] = {}
+    for name, rs in runs.items():
+        row = accuracy_row(name, cfg.entrant(name).allocator, rs, target)
+        row.update(mechanism(rs))
+        row.update(dict.fromkeys(PAIRED_COLUMNS), paired_seeds=0)
+        if name != base:
+            p = pairs[name] = paired(runs[base], rs)
+            row.update({col: p[key] for col, key in PAIRED_COLUMNS.items()})
+            row["paired_seeds"] = len(p["seeds"])
+        rows.append(row)
+    base_reach = next(r["rollouts_to_target"] for r in rows if r["entrant"] == base)
     for row in rows:
         r = row["rollouts_to_target"]
         row["rollout_saving"] = 1.0 - r / base_reach if r is not None and base_reach else None
+    prov = provenance(cfg)
     with (out / "results.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    (out / "table.md").write_text(_markdown(rows, base, target))
-    plot_accuracy(out, curves, cfg)
+    (out / "table.md").write_text(markdown(rows, base, target, prov))
+    plot_accuracy(out, {name: [r["curve"] for r in rs] for name, rs in runs.items()}, cfg)
     plot_informative(out, runs)
     calib = plot_calibration(out, runs)
-    return {"baseline": base, "target_pass@1": target, "rows": rows, "calibration": calib}
-
-
-def _fmt(x: float | None, spec: str) -> str:
-    return "—" if x is None else format(x, spec)
-
-
-def _pm(mean: float, half: float) -> str:
-    """``"31.2 ± 1.4 %"``, or ``"31.2 % (± —)"`` when the interval is undefined (one seed)."""
-    if not math.isfinite(half):
-        return f"{mean:.1f} % (± —)"
-    return f"{mean:.1f} ± {half:.1f} %"
-
-
-def _markdown(rows: list[dict[str, Any]], base: str, target: float) -> str:
-    lines = [
-        f"Target: {base}'s final held-out pass@1, {100 * target:.1f} % (mean over seeds); "
-        "rollouts to target: from where the curve reaches it and stays there to the end.",
-        "",
-        "| allocator | seeds | start pass@1 | final pass@1 (95 % CI) | rollouts to target "
-        f"(reached) | saving vs {base} | informative fraction | rollouts with gradient per "
-        "step | allocation overhead | minutes per run |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['allocator']} | {r['seeds']} | {100 * r['start_pass@1']:.1f} % | "
-            f"{_pm(100 * r['final_pass@1'], 100 * r['ci95'])} | "
-            f"{_fmt(r['rollouts_to_target'], ',.0f')} ({r['reached']}) | "
-            f"{_fmt(None if r['rollout_saving'] is None else 100 * r['rollout_saving'], '+.1f')}"
-            f"{'' if r['rollout_saving'] is None else ' %'} | "
-            f"{r['informative_frac']:.3f} | {r['trained_per_step']:.1f} | "
-            f"{100 * r['alloc_overhead']:.1f} % | {r['minutes']:.1f} |"
-        )
-    return "\n".join(lines) + "\n"
+    return {
+        "provenance": prov,
+        "baseline": base,
+        "target_pass@1": target,
+        "entrants": [asdict(cfg.entrant(name)) for name in runs],
+        "rows": rows,
+        "paired": pairs,
+        "calibration": calib,
+    }

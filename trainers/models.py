@@ -2,6 +2,8 @@
 
 - ``resolve_model_dir("tiny" | DIR)``: the local directory a model name stands for (the cached
   warm-started tiny model, built on first use, or a saved model directory).
+- ``weights_sha256(DIR)``: a short digest of a model directory's weight files, to tell warm
+  starts apart in results.
 - ``load_policy("tiny" | DIR)``: model and tokenizer ready for the trainer (dropout off, left
   padding, a pad token).
 - ``disable_dropout(model)`` / ``has_dropout(model)`` (from ``trainers.dropout``): dropout off
@@ -55,7 +57,11 @@ __all__ = [
     "load_policy",
     "resolve_model_dir",
     "tiny_model_dir",
+    "weights_sha256",
 ]
+
+#: the weight files ``weights_sha256`` reads
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
 
 
 def resolve_model_dir(path_or_name: str) -> Path:
@@ -77,6 +83,22 @@ def resolve_model_dir(path_or_name: str) -> Path:
             f"Hugging Face model: {fix}"
         )
     return directory
+
+
+def weights_sha256(directory: str | Path, length: int = 12) -> str | None:
+    """The first ``length`` hex digits of the sha256 of the directory's weight files
+    (``WEIGHT_PATTERNS``, their contents in sorted name order); None when it has none."""
+    import hashlib
+
+    files = sorted({p for pattern in WEIGHT_PATTERNS for p in Path(directory).glob(pattern)})
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()[:length]
 
 
 def load_policy(

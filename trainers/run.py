@@ -3,9 +3,9 @@
 A run directory holds ``config.json`` (exactly the ``GRPOConfig`` that ran last) and
 ``configs/config-step-<N>.json`` (every config that ran, with the step it started at),
 ``versions.json``, ``task.json``, ``metrics.jsonl`` (one ``StepReport`` per step), ``eval.jsonl``
-(held-out pass@1 / pass@k), TensorBoard events under ``tb/``, ``checkpoints/step-NNNNNN/``
-(weights, optimizer, counters, belief store) and, at the end, ``curve.png``, ``beliefs.json`` and
-``summary.json``.
+(held-out pass@1 / pass@k, with the training seconds so far), TensorBoard events under ``tb/``,
+``checkpoints/step-NNNNNN/`` (weights, optimizer, counters, belief store) and, at the end,
+``curve.png``, ``beliefs.json`` and ``summary.json``.
 
 What happens around the steps is a list of callbacks (``trainers.callbacks``: metrics,
 evaluation, checkpoints, progress). Checkpoints are atomic (``trainers.checkpoints``); metrics

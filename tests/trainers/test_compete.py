@@ -1,15 +1,44 @@
-"""adaroll compete: runs, resumption, table and plots on a tiny competition."""
+"""adaroll compete: entrants, runs, resumption, paired statistics, tables and plots.
+
+Long for a test module because the competition's pieces are checked where they meet: entrants
+files against the runs they configure, and the paired tables against run directories written by
+hand with numbers worked out in the comments.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import math
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-from trainers.compete import CompeteConfig, main, rollouts_to_reach
+from trainers.compete import CompeteConfig, main, rollouts_to_reach, tabulate
+from trainers.compete_stats import curve_auc
 from trainers.grpo import GRPOConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Student's t quantile 0.975 with 2 degrees of freedom (three seeds)
+T2 = 4.302652729749462
+
+
+def tiny_grpo(model: Path, **kw: Any) -> GRPOConfig:
+    """Shared settings of a competition of very short runs on the tiny model."""
+    base: dict[str, Any] = {"model": str(model), "steps": 2, "batch_size": 4, "group_size": 4,
+                            "eval_every": 1, "eval_size": 8, "eval_k": 2, "threads": 1}  # fmt: skip
+    return GRPOConfig(**{**base, **kw})
+
+
+def write_entrants(path: Path, entrants: list[dict[str, Any]]) -> str:
+    """An entrants file: YAML for ``.yaml``, JSON otherwise."""
+    text = yaml.safe_dump(entrants) if path.suffix == ".yaml" else json.dumps(entrants)
+    path.write_text(text)
+    return str(path)
 
 
 def test_rollouts_to_reach_interpolates() -> None:
@@ -30,6 +59,85 @@ def test_config_errors() -> None:
         CompeteConfig(allocators="uniform,uniform")
     with pytest.raises(ValueError, match="seeds must be an integer >= 1"):
         CompeteConfig(seeds=0)
+    with pytest.raises(
+        ValueError, match=r"unknown baseline entrant 'unifrom'\. Did you mean 'uniform'"
+    ):
+        CompeteConfig(allocators="uniform,thompson", baseline="unifrom")
+    assert CompeteConfig().names() == ["uniform", "bamdp", "thompson", "sb3:pretrained"]
+
+
+def test_entrants_errors(tmp_path: Path) -> None:
+    ok = [{"name": "u", "allocator": "uniform"}]
+    f = write_entrants(tmp_path / "e.yaml", ok)
+    with pytest.raises(ValueError, match=r"--entrants .* and --allocators \(uniform\) both given"):
+        CompeteConfig(entrants=f, allocators="uniform")
+    with pytest.raises(ValueError, match="allocator_kwargs in the entrants file"):
+        CompeteConfig(entrants=f, allocator_kwargs='{"uniform": {}}')
+    typo = [*ok, {"name": "b", "allocator": "bamdp", "utilty": "snr(8)"}]
+    with pytest.raises(ValueError) as exc:
+        CompeteConfig(entrants=write_entrants(tmp_path / "typo.yaml", typo))
+    msg = str(exc.value)
+    assert "entrant 2 ('b') has unknown key 'utilty'. Did you mean 'utility'?" in msg
+    assert "Allowed keys: name, allocator, allocator_kwargs, utility, belief_prior" in msg
+    twice = [*ok, {"name": "u", "allocator": "thompson"}]
+    with pytest.raises(ValueError, match="two entrants are named 'u'"):
+        CompeteConfig(entrants=write_entrants(tmp_path / "twice.json", twice))
+    clash = [{"name": "a:b", "allocator": "uniform"}, {"name": "a_b", "allocator": "uniform"}]
+    with pytest.raises(ValueError, match="share the run directory runs/a_b"):
+        CompeteConfig(entrants=write_entrants(tmp_path / "clash.json", clash))
+    for bad, match in [
+        ([{"allocator": "uniform"}], "entrant 1 needs a 'name'"),
+        ([{"name": "x"}], r"entrant 1 \('x'\) needs an 'allocator'"),
+        ([{"name": "x", "allocator": "unifrom"}], "entrant 'x': .*Did you mean 'uniform'"),
+        # each entrant's full GRPOConfig is checked: a group prior needs a fitted prior
+        ([{"name": "x", "allocator": "uniform", "belief_group": "level"}],
+         "entrant 'x': belief_group 'level' .* needs --belief-prior fitted"),
+        ([{"name": "x", "allocator": "thompson", "allocator_kwargs": {"horizon": 2}}],
+         "entrant 'x': .*max_horizon"),
+        ([{"name": "x", "allocator": "uniform", "rounds": 1.5}], "rounds must be an integer"),
+        ({"name": "x"}, "must hold a non-empty list"),
+        ([], "must hold a non-empty list"),
+    ]:  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            CompeteConfig(entrants=write_entrants(tmp_path / "bad.json", bad))  # type: ignore[arg-type]
+    (tmp_path / "e.toml").write_text("")
+    with pytest.raises(ValueError, match=r"must end in .yaml, .yml or .json"):
+        CompeteConfig(entrants=str(tmp_path / "e.toml"))
+    with pytest.raises(FileNotFoundError, match=r"entrants file .* does not exist"):
+        CompeteConfig(entrants=str(tmp_path / "missing.yaml"))
+
+
+def test_the_example_entrants_file(tmp_path: Path) -> None:
+    import agents
+
+    cfg = CompeteConfig(entrants=str(ROOT / "docs" / "compete" / "entrants.yaml"))
+    assert cfg.names() == ["uniform", "bamdp-snr", "bamdp-snr-2rounds", "knapsack", "vip",
+                           "reinforce_ada"]  # fmt: skip
+    assert set(cfg.allocator_list()) <= set(agents.list_allocators())
+    two = cfg.run_config("bamdp-snr-2rounds", 3)
+    assert (two.allocator, two.utility, two.belief_prior, two.belief_group, two.rounds) == (
+        "bamdp", "snr(8)", "fitted", "level", 2)  # fmt: skip
+    assert cfg.run_config("bamdp-snr", 0).rounds is None
+    assert two.steps == cfg.grpo.steps and two.seed == 3  # shared settings, the run's seed
+    assert two.out.endswith("runs/bamdp-snr-2rounds/seed3")
+    # the README shows the same entrants
+    readme = (ROOT / "README.md").read_text()
+    shown = re.search(r"docs/compete/entrants.yaml`:\n\n```yaml\n(.*?)```", readme, flags=re.S)
+    assert shown is not None
+    example = (ROOT / "docs" / "compete" / "entrants.yaml").read_text()
+    assert yaml.safe_load(shown.group(1)) == yaml.safe_load(example)
+
+
+def test_the_command_line_refuses_entrants_with_allocators(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainers.cli import main as cli
+
+    f = write_entrants(tmp_path / "e.yaml", [{"name": "u", "allocator": "uniform"}])
+    with pytest.raises(SystemExit) as exc:
+        cli(["compete", "--entrants", f, "--allocators", "uniform", "--out", str(tmp_path / "c")])
+    assert exc.value.code == 2 and "both given" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
 
 
 @pytest.mark.slow
@@ -40,15 +148,7 @@ def test_a_small_competition(tiny_model_dir: Path, tmp_path: Path) -> None:
         workers=1,
         out=str(tmp_path / "c"),
         progress=False,
-        grpo=GRPOConfig(
-            model=str(tiny_model_dir),
-            steps=2,
-            batch_size=4,
-            group_size=4,
-            eval_every=1,
-            eval_size=8,
-            eval_k=2,
-        ),
+        grpo=tiny_grpo(tiny_model_dir),
     )
     summary = main(cfg)
     rows = {r["allocator"]: r for r in summary["rows"]}
@@ -125,3 +225,199 @@ def test_a_missing_model_is_refused_before_anything_is_written(
              "--out", str(out)])  # fmt: skip
     assert exc.value.code == 2 and "nope" in capsys.readouterr().err
     assert not out.exists()
+
+
+# --- entrants in real runs --------------------------------------------------------------------
+@pytest.mark.slow
+def test_entrants_run_with_their_own_settings(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from trainers.cli import main as cli
+    from trainers.models import weights_sha256
+    from trainers.run import read_jsonl
+
+    entrants = [
+        {"name": "ts", "allocator": "thompson", "allocator_kwargs": {"max_horizon": 3}},
+        {"name": "ts-fitted", "allocator": "thompson", "belief_prior": "fitted",
+         "belief_decay": 0.5, "rounds": 2, "utility": "grpo_signal"},
+    ]  # fmt: skip
+    f = write_entrants(tmp_path / "entrants.yaml", entrants)
+    out = tmp_path / "c"
+    args = ["compete", "--entrants", f, "--baseline", "ts", "--seeds", "2", "--workers", "1",
+            "--model", str(tiny_model_dir), "--steps", "2", "--batch-size", "4",
+            "--group-size", "4", "--eval-every", "1", "--eval-size", "8", "--eval-k", "2",
+            "--threads", "1", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert cli(args) == 0
+    cfg = CompeteConfig(entrants=f, baseline="ts", seeds=2, workers=1, out=str(out),
+                        grpo=tiny_grpo(tiny_model_dir))  # fmt: skip
+    for seed in (0, 1):
+        ts = json.loads((cfg.run_dir("ts", seed) / "config.json").read_text())
+        fitted = json.loads((cfg.run_dir("ts-fitted", seed) / "config.json").read_text())
+        assert ts["allocator_kwargs"] == '{"max_horizon": 3}' and ts["rounds"] is None
+        assert (ts["belief_prior"], ts["belief_decay"], ts["utility"]) == (
+            "fixed", 0.95, "informative")  # fmt: skip
+        assert (fitted["belief_prior"], fitted["belief_decay"], fitted["utility"]) == (
+            "fitted", 0.5, "grpo_signal")  # fmt: skip
+        assert fitted["rounds"] == 2 and fitted["allocator_kwargs"] is None
+        assert ts["seed"] == fitted["seed"] == seed and ts["steps"] == fitted["steps"] == 2
+        # two rounds a step, and evaluations carry training seconds
+        assert [m["rounds"] for m in read_jsonl(cfg.run_dir("ts-fitted", seed) / "metrics.jsonl")
+                ] == [2, 2]  # fmt: skip
+        secs = [e["seconds"] for e in read_jsonl(cfg.run_dir("ts", seed) / "eval.jsonl")]
+        assert secs[0] == 0.0 and secs[0] < secs[1] < secs[2]
+    recorded = json.loads((out / "config.json").read_text())
+    assert [e["name"] for e in recorded["resolved_entrants"]] == ["ts", "ts-fitted"]
+    assert recorded["resolved_entrants"][1]["settings"]["rounds"] == 2
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["baseline"] == "ts" and set(summary["paired"]) == {"ts-fitted"}
+    assert summary["paired"]["ts-fitted"]["seeds"] == [0, 1]
+    digest = weights_sha256(tiny_model_dir)
+    assert digest and summary["provenance"]["weights_sha256"] == digest
+    table = (out / "table.md").read_text()
+    first = table.splitlines()[0]
+    assert f"weights sha256 `{digest}`" in first and "command: `adaroll compete --entrants" in first
+    assert "**Paired against ts**" in table and "| ts-fitted | 2 |" in table
+    # an entrant whose settings changed is refused, not silently taken from the old runs
+    entrants[1]["belief_decay"] = 0.9
+    write_entrants(tmp_path / "entrants.yaml", entrants)
+    with pytest.raises(ValueError, match=r"seed0 ran with other settings \(belief_decay: 0.5"):
+        main(dataclasses.replace(cfg))
+
+
+@pytest.mark.slow
+def test_literature_entrants_complete_a_competition(tiny_model_dir: Path, tmp_path: Path) -> None:
+    names = ["knapsack", "vip", "reinforce_ada"]
+    f = write_entrants(tmp_path / "e.json", [{"name": n, "allocator": n} for n in names])
+    cfg = CompeteConfig(entrants=f, seeds=1, workers=1, out=str(tmp_path / "c"), progress=False,
+                        grpo=tiny_grpo(tiny_model_dir))  # fmt: skip
+    summary = main(cfg)
+    rows = {r["entrant"]: r for r in summary["rows"]}
+    assert set(rows) == set(names) and summary["baseline"] == "knapsack"  # no uniform: the first
+    for n in names:
+        run = json.loads((cfg.run_dir(n, 0) / "summary.json").read_text())
+        assert run["allocator"] == n and run["steps"] == 2 and run["rollouts_total"] == 2 * 16
+        assert math.isfinite(rows[n]["final_pass@1"]) and rows[n]["trained_per_step"] >= 0
+
+
+# --- paired statistics on runs written by hand ------------------------------------------------
+#: held-out pass@1 at rollouts 0, 100, 200 (evaluations at steps 0, 2, 4; 50 rollouts a step)
+BASE = {0: [0.25, 0.375, 0.5], 1: [0.25, 0.5, 0.625], 2: [0.125, 0.25, 0.375]}
+FAST = {0: [0.25, 0.625, 0.625], 1: [0.25, 0.375, 0.75], 2: [0.125, 0.375, 0.375]}
+
+
+def write_run(d: Path, curve: list[float], metrics: list[dict[str, Any]], seconds: bool) -> None:
+    """A finished run directory: summary, evaluations (with ``seconds`` or, as runs written
+    before it, without) and per-step metrics."""
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({"steps": 4, "minutes": 1.5, "rollouts_total": 200}))
+    per_step = [m["step_seconds"] for m in metrics]
+    evals = []
+    for i, y in enumerate(curve):
+        rec = {"step": 2 * i, "rollouts_total": 100 * i, "pass@1": y}
+        if seconds:
+            rec["seconds"] = sum(per_step[: 2 * i])
+        evals.append(rec)
+    (d / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    (d / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+
+
+def step_metrics(
+    trained: list[int], overhead: list[float], secs: list[float], rounds: int
+) -> list[dict[str, Any]]:
+    """``metrics.jsonl`` records of four steps (informative prompts: a fifth of ``trained``)."""
+    return [
+        {"step": i, "trained_rollouts": t, "informative_prompts": t // 5,
+         "informative_frac": t / 100, "rounds": rounds, "step_seconds": s, "alloc_overhead": o}
+        for i, (t, o, s) in enumerate(zip(trained, overhead, secs, strict=True))
+    ]  # fmt: skip
+
+
+def test_curve_auc_is_the_mean_over_rollouts() -> None:
+    assert curve_auc([(0.0, 0.0), (100.0, 1.0), (300.0, 1.0)]) == pytest.approx(250 / 300)
+    assert curve_auc([(0.0, 0.5), (100.0, 0.5)]) == 0.5
+    assert curve_auc([(40.0, 0.3)]) == 0.3
+
+
+def test_runs_written_before_a_metric_existed_show_a_dash() -> None:
+    from trainers.compete_stats import mechanism
+
+    old = [{"metrics": [{"step": 0, "trained_rollouts": 6, "informative_frac": 0.5,
+                         "step_seconds": 2.0, "alloc_overhead": 0.1}]}]  # fmt: skip
+    m = mechanism(old)
+    assert m["trained_per_step"] == 6.0 and m["alloc_overhead"] == 0.1
+    assert math.isnan(m["informative_prompts_per_step"]) and math.isnan(m["rounds_per_step"])
+
+
+def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:
+    model = tmp_path / "model"  # a stand-in warm start: only its weight files are read
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "a.safetensors").write_bytes(b"first")
+    (model / "b.bin").write_bytes(b"second")
+    (model / "notes.txt").write_text("not weights")
+    pair = [{"name": "uniform", "allocator": "uniform"}, {"name": "fast", "allocator": "thompson"}]
+    f = write_entrants(tmp_path / "e.yaml", pair)
+    cfg = CompeteConfig(entrants=f, seeds=3, out=str(tmp_path / "c"),
+                        grpo=GRPOConfig(model=str(model)))  # fmt: skip
+    for seed in range(3):
+        # uniform: 10 s a step, recorded on its evaluations (0, 20, 40 s)
+        write_run(
+            cfg.run_dir("uniform", seed),
+            BASE[seed],
+            step_metrics([20, 20, 20, 20], [0.01] * 4, [10.0] * 4, 1),
+            seconds=True,
+        )
+        # fast: 5, 5, 15, 15 s, its evaluations without seconds: estimated as 0, 10, 40 s
+        steps = step_metrics([10, 20, 30, 40], [0.01, 0.02, 0.03, 0.5], [5.0, 5.0, 15.0, 15.0], 2)
+        write_run(cfg.run_dir("fast", seed), FAST[seed], steps, seconds=False)
+    summary = tabulate(cfg)
+    assert summary["baseline"] == "uniform"
+    p = summary["paired"]["fast"]
+    # Δ final: 0.625 − 0.5, 0.75 − 0.625, 0.375 − 0.375; mean 1/12, standard error 1/24
+    assert p["delta_final"] == [0.125, 0.125, 0.0] and p["wins"] == 2
+    assert p["delta_final_mean"] == pytest.approx(1 / 12)
+    assert p["delta_final_ci95"] == pytest.approx(T2 / 24)
+    # AUC with evaluations 100 rollouts apart: (y0 + 2·y1 + y2) / 4
+    # uniform 0.375, 0.46875, 0.25; fast 0.53125, 0.4375, 0.3125
+    assert p["delta_auc"] == [0.15625, -0.03125, 0.0625]
+    assert p["delta_auc_mean"] == pytest.approx(0.0625)
+    assert p["delta_auc_ci95"] == pytest.approx(T2 * math.sqrt(2 * 0.09375**2 / 2 / 3))
+    # to uniform's final of the same seed: uniform gets there at 200 rollouts (40 s) each seed;
+    # fast at 66.7, 166.7, 100 rollouts (6.7, 30, 10 s by its estimated seconds)
+    assert p["base_rollouts_to_final"] == [200.0, 200.0, 200.0]
+    assert p["rollouts_to_base_final"] == pytest.approx([200 / 3, 500 / 3, 100.0])
+    assert p["rollouts_ratio"] == pytest.approx(5 / 9)
+    assert p["base_seconds_to_final"] == [40.0, 40.0, 40.0]
+    assert p["seconds_to_base_final"] == pytest.approx([20 / 3, 30.0, 10.0])
+    assert p["seconds_ratio"] == pytest.approx(7 / 18)
+    rows = {r["entrant"]: r for r in summary["rows"]}
+    fast, uniform = rows["fast"], rows["uniform"]
+    assert fast["auc_pass@1"] == pytest.approx((0.53125 + 0.4375 + 0.3125) / 3)
+    # mechanism: means over seeds and steps, the overhead's median
+    assert (fast["trained_per_step"], fast["informative_prompts_per_step"]) == (25.0, 5.0)
+    assert fast["informative_frac"] == pytest.approx(0.25) and fast["rounds_per_step"] == 2.0
+    assert fast["seconds_per_step"] == 10.0 and fast["alloc_overhead"] == pytest.approx(0.025)
+    assert uniform["delta_final"] is None and uniform["paired_seeds"] == 0
+    # the accuracy table's target is uniform's mean final, 0.5: uniform's seed 2 ends below it
+    assert summary["target_pass@1"] == 0.5 and uniform["reached"] == "2/3"
+    out = tmp_path / "c"
+    table = (out / "table.md").read_text()
+    digest = hashlib.sha256(b"firstsecond").hexdigest()[:12]
+    assert table.splitlines()[0].startswith(f"Warm start `{model}`, weights sha256 `{digest}`;")
+    assert "command: `(called from Python)`" in table.splitlines()[0]
+    assert summary["provenance"]["weights_sha256"] == digest
+    assert "| fast | 3 | +8.3 ± 17.9 pts | +6.2 ± 23.3 pts | 0.56× (3/3) | 0.39× | 2/3 |" in table
+    assert "| fast | 25.0 | 5.0 | 0.250 | 2.0 | 10.00 | 2.5 % |" in table
+    assert "| entrant | seeds | start pass@1 |" in table
+    header = (out / "results.csv").read_text().splitlines()[0].split(",")
+    for column in ("entrant", "delta_final", "delta_auc_ci95", "rollouts_ratio", "seconds_ratio",
+                   "wins", "informative_prompts_per_step", "rounds_per_step"):  # fmt: skip
+        assert column in header
+    assert (out / "accuracy.png").exists() and (out / "informative.png").exists()
+    # one seed: no interval
+    one = tabulate(dataclasses.replace(cfg, seeds=1))
+    assert one["paired"]["fast"]["delta_final"] == [0.125]
+    table = (out / "table.md").read_text()
+    assert "| fast | 1 | +12.5 pts (± —) |" in table and "| uniform | 1 | 25.0 % |" in table
+    # the baseline can be any entrant
+    flipped = tabulate(dataclasses.replace(cfg, baseline="fast"))
+    assert flipped["paired"]["uniform"]["delta_final"] == [-0.125, -0.125, 0.0]
+    assert flipped["paired"]["uniform"]["wins"] == 0
