@@ -139,8 +139,9 @@ class GRPOConfig:
     belief_group: str = field(
         default="none",
         metadata=field_help(
-            "with --belief-prior fitted, fit one prior per group of prompts: 'none', or "
-            "'level' (the task's difficulty level; jsonl tasks read it from their 'level' field)"
+            "with --belief-prior fitted, fit one prior per group of prompts: 'none'; 'level' "
+            "(the task's difficulty level; jsonl tasks read it from their 'level' field); or a "
+            "column of a jsonl task's rows, e.g. 'subject' (checked against the task's prompts)"
         ),
     )
     # optimisation
@@ -342,10 +343,9 @@ class GRPOConfig:
                 f"pool_size ({self.pool_size}) is smaller than batch_size ({self.batch_size}): "
                 "a pool holds at least the B prompts a uniform step uses"
             )
-        if self.belief_group not in ("none", "level"):
+        if not self.belief_group.strip():
             raise ValueError(
-                f"belief_group must be 'none' or 'level', got {self.belief_group!r}: group "
-                "priors by the task's difficulty level, or not at all"
+                "belief_group is empty: give 'none', 'level' or a column of the task's rows"
             )
         if self.belief_group != "none" and self.belief_prior != "fitted":
             raise ValueError(

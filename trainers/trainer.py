@@ -110,6 +110,7 @@ class GRPOTrainer:
         self.task = task if task is not None else build_task(cfg)
         if not self.task.train:
             raise ValueError(f"task {self.task.name!r} has no training prompts: check the data")
+        self._check_belief_group()
         self._setup_model(model, tokenizer)
         self.engine: Engine = engine if engine is not None else self._build_engine()
         self.sampling = SamplingSpec(
@@ -257,11 +258,27 @@ class GRPOTrainer:
             self._prompt_ids[example.id] = ids
         return ids
 
-    def _belief_groups(self) -> list[int] | None:
+    def _belief_groups(self) -> list[Any] | None:
         """The belief-group key of each prompt of the step (None: no grouping)."""
-        if self.cfg.belief_group == "level":
-            return [e.level for e in self.examples]
-        return None
+        column = self.cfg.belief_group
+        if column == "none":
+            return None
+        return [e.group_key(column) for e in self.examples]
+
+    def _check_belief_group(self) -> None:
+        """Refuse a ``belief_group`` column that some training prompt lacks, naming the ones
+        the task has."""
+        column = self.cfg.belief_group
+        if column in ("none", "level"):
+            return
+        missing = [e for e in self.task.train if column not in e.columns]
+        if missing:
+            present = sorted(set().union(*(e.columns for e in self.task.train)))
+            raise ValueError(
+                f"belief_group {column!r}: {len(missing)} of {len(self.task.train)} training "
+                f"prompts of task {self.task.name!r} have no such column (columns present: "
+                f"{present or 'none'}, plus 'level'): name a column every row has"
+            )
 
     def _make_allocator(self, params: am.AllocationParams, seed: int) -> Any:
         if self.external:

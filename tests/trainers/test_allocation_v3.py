@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +108,37 @@ def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir, tmp_path):
         ({"rounds": 100}, "exceeds the budget"),
         ({"pool_size": 4}, "smaller than batch_size"),
         ({"belief_group": "level"}, "needs --belief-prior fitted"),
-        ({"belief_group": "topic", "belief_prior": "fitted"}, "'none' or 'level'"),
+        ({"belief_group": " ", "belief_prior": "fitted"}, "belief_group is empty"),
         ({"pool_size": 16, "pilot": 2}, "pilot·pool_size"),
     ],
 )
 def test_bad_settings(tiny_model_dir, kw, match):
     with pytest.raises(ValueError, match=match):
         cfg(tiny_model_dir, **kw)
+
+
+def test_belief_groups_by_a_jsonl_column(tiny_model_dir, tmp_path):
+    """--belief-group <column> groups a jsonl task's prompts by that column of their rows."""
+    import json
+
+    from trainers.run import write_beliefs
+
+    rows = [
+        {"question": f"{a}+{a}=", "answer": str(2 * a), "subject": "sums" if a % 2 else "other"}
+        for a in range(40)
+    ]
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    c = cfg(tiny_model_dir, task=f"jsonl:{path}", belief_prior="fitted", belief_group="subject")
+    t = GRPOTrainer(c)
+    t.train_step()
+    assert {e.columns["subject"] for e in t.examples} <= {"sums", "other"}
+    assert t._belief_groups() == [e.columns["subject"] for e in t.examples]
+    write_beliefs(t, tmp_path / "beliefs.json")
+    rec = json.loads((tmp_path / "beliefs.json").read_text())
+    by_id = {e.id: e.columns["subject"] for e in t.task.train}
+    assert rec["groups"] == [by_id[i] for i in rec["ids"]]
+    with pytest.raises(ValueError, match=r"'topic'.*no such column.*\['subject'\]"):
+        GRPOTrainer(dataclasses.replace(c, belief_group="topic"))
+    with pytest.raises(ValueError, match="no such column"):  # arithmetic rows have no columns
+        GRPOTrainer(cfg(tiny_model_dir, belief_prior="fitted", belief_group="subject"))

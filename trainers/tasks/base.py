@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,12 +24,22 @@ class Example:
 
     ``id`` is stable and unique within a task (train and test ids are disjoint); the trainer keys
     its per-prompt beliefs by it. ``level`` is the difficulty level (0 = easiest; 0 when unknown).
+    ``columns`` holds the source row's other scalar fields (jsonl tasks: e.g. ``subject``), which
+    ``--belief-group <column>`` groups prompts by; it takes no part in equality or hashing.
     """
 
     id: int
     prompt: str
     answer: str
     level: int = 0
+    columns: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def group_key(self, column: str) -> Any:
+        """The value of ``column`` (``"level"``: the level) for belief grouping; KeyError if the
+        example has no such column."""
+        if column == "level":
+            return self.level
+        return self.columns[column]
 
 
 #: ``(completion text, example) -> reward in [0, 1]``.

@@ -84,7 +84,12 @@ def _read_jsonl(path: Path, template: str, id_offset: int) -> list[Example]:
             ) from exc
         level_match = re.search(r"\d+", str(row.get("level", "")))
         level = int(level_match.group()) if level_match else 0
-        examples.append(Example(id_offset + index, prompt, answer, level))
+        columns = {
+            k: v
+            for k, v in row.items()
+            if k not in (qfield, afield) and isinstance(v, (str, int, float, bool))
+        }
+        examples.append(Example(id_offset + index, prompt, answer, level, columns))
     if not examples:
         raise ValueError(f"task file {str(path)!r} is empty: add one JSON object per line")
     return examples
