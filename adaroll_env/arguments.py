@@ -32,6 +32,10 @@ def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     """Add one option per dataclass field, with the field's help, default and choices.
 
+    Fields of type ``int``, ``float``, ``str``, ``bool`` (``--x``/``--no-x``), a ``Literal``, one
+    of those or None, and ``list[str]`` (or of ints, floats: one or more values, ``--x A B``;
+    the field's metadata may name the ``metavar``).
+
     A field holding a dataclass (a ``GRPOConfig`` inside ``CompeteConfig``) adds the options of
     its own fields, without prefix: those named in the outer class's ``NESTED_FLAGS[field]``
     (all when it names none), with the defaults of the field's default instance. Fields with
@@ -78,6 +82,11 @@ def _add_field(
             **kwargs,
         )
         return
+    if get_origin(tp) is list and get_args(tp) in ((str,), (int,), (float,)):
+        # a list field takes one or more values: --from-run DIR [DIR ...]
+        kwargs.update(nargs="+", type=get_args(tp)[0], metavar=f.metadata.get("metavar", "VALUE"))
+        parser.add_argument(_flag(f.name), help=_with_default(help_text, default), **kwargs)
+        return
     if get_origin(tp) is Literal:
         choices = list(get_args(tp))
         kwargs["choices"] = choices
@@ -122,7 +131,7 @@ def _with_default(help_text: str, default: Any) -> str:
     """The help text with ``(default: X)`` once: not added where the text already says it."""
     if "(default" in help_text.lower():
         return help_text
-    shown = "none" if default is None else default
+    shown = "none" if default is None or default == [] else default
     return f"{help_text} (default: {shown})"
 
 

@@ -6,7 +6,11 @@ The allocator benchmark behind ``adaroll bench`` is split by concern:
 - ``runner``: paired episodes over the grid in worker processes (``run_benchmark``, ``main``);
 - ``statistics``: paired gains over ``uniform`` with CIs and the certified bound (``summarise``);
 - ``tables`` and ``plots``: the printed/Markdown tables and the PNG plots;
-- ``files``: the run directory (config, versions, summary, episodes, table, plots).
+- ``files``: the run directory (config, versions, summary, episodes, table, plots);
+- ``mechanism``: what the final counts give GRPO (gradient-carrying rollouts, informative
+  prompts and fraction), reported beside every utility;
+- ``from_run`` (with ``run_files`` and ``from_run_report``): ``adaroll bench --from-run``, the
+  simulator's prediction of a training run's figures against the live ones.
 
 Reports built on it: ``bamdp`` (``scripts/bench_bamdp.py``) and ``sb3`` (``scripts/bench_sb3.py``).
 A run directory keeps the exact config, library versions, every episode (CSV), the summary
@@ -27,7 +31,13 @@ from agents.benchmarks.config import (
     settings,
 )
 from agents.benchmarks.files import versions, write_run
-from agents.benchmarks.plots import plot_bars, plot_group_sizes, plot_rollouts_by_mean
+from agents.benchmarks.mechanism import MECHANISM, mechanism
+from agents.benchmarks.plots import (
+    plot_bars,
+    plot_group_sizes,
+    plot_rollouts_by_mean,
+    plot_rounds,
+)
 from agents.benchmarks.runner import (
     BenchResult,
     episode_seeds,
@@ -42,6 +52,7 @@ from agents.benchmarks.tables import format_tables, markdown_table
 __all__ = [
     "ENV_KINDS",
     "MEAN_BINS",
+    "MECHANISM",
     "REFERENCE_ONLY",
     "BenchConfig",
     "BenchResult",
@@ -54,9 +65,11 @@ __all__ = [
     "make_env",
     "markdown_table",
     "mean_ci",
+    "mechanism",
     "plot_bars",
     "plot_group_sizes",
     "plot_rollouts_by_mean",
+    "plot_rounds",
     "run_benchmark",
     "run_episodes",
     "settings",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +23,23 @@ ENV_KINDS = {"sequential": "AdaRoll/BetaBernoulli-v0", "rounds": "AdaRoll/BetaBe
 
 #: Allocators that read the hidden truth: reported as references, never ranked.
 REFERENCE_ONLY = frozenset({"oracle"})
+
+
+#: The options that build the grid; with ``from_run`` each run's config sets them instead.
+GRID_FIELDS = (
+    "allocators",
+    "envs",
+    "difficulties",
+    "utilities",
+    "num_questions",
+    "group_sizes",
+    "pilot",
+    "max_group",
+    "round_size",
+    "rounds",
+    "belief",
+    "allocator_kwargs",
+)
 
 
 #: Bins of the final posterior mean for the "rollouts placed" plot.
@@ -70,7 +89,15 @@ class BenchConfig:
         default=None, metadata={"help": "cap on rollouts per question (none: no cap)"}
     )
     round_size: int | None = field(
-        default=None, metadata={"help": "R for the rounds env (none: R = B)"}
+        default=None, metadata={"help": "R for the rounds env (none: R = B); excludes --rounds"}
+    )
+    rounds: str = field(
+        default="",
+        metadata={
+            "help": "decision rounds per episode, comma-separated (e.g. '1,2,3,4,8'): equal "
+            "rounds of ceil(N/rounds) rollouts, N pilot included, as adaroll grpo's --rounds; "
+            "one grid point per value, rounds env only; excludes --round-size ('': R = B)"
+        },
     )
     belief: str = field(
         default="matched",
@@ -97,8 +124,29 @@ class BenchConfig:
             '\'{"thompson": {"max_horizon": 8}}\' (checked against each constructor)'
         },
     )
+    from_run: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "sim-to-real check instead of the grid: run directories of adaroll grpo or "
+            "competition directories of adaroll compete; each run's allocator, utility, budget, "
+            "rounds and pool are simulated on pass rates fitted to its beliefs.json and compared "
+            "with its metrics.jsonl (the grid options then stay at their defaults)",
+            "metavar": "DIR",
+        },
+    )
+    live_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "with --from-run: the last steps of each run whose live figures are compared "
+            "(0: all steps; none: the steps its beliefs.json evidence spans, one pass over the "
+            "store's prompts and at least 1/(1 - decay) steps)"
+        },
+    )
 
     def __post_init__(self) -> None:
+        if isinstance(self.from_run, (str, os.PathLike)):  # one directory given from Python
+            self.from_run = [os.fspath(self.from_run)]
+        self.from_run = [os.fspath(d) for d in self.from_run]
         for kind in self.env_kinds:
             if kind not in ENV_KINDS:
                 raise unknown_name("env kind", kind, ENV_KINDS, "Give them comma-separated.")
@@ -117,11 +165,60 @@ class BenchConfig:
         if self.workers < 0:
             raise ValueError(f"workers must be >= 0 (0: one per core), got {self.workers}")
         self.belief_value()
+        self._check_rounds()
+        if self.from_run:
+            self._check_from_run()
+        elif self.live_steps is not None:
+            raise ValueError(
+                f"live_steps ({self.live_steps}) applies to --from-run only: give the run "
+                "directories with --from-run DIR, or drop --live-steps"
+            )
         if not self.allocator_list:
             raise ValueError("allocators is empty: give specs like 'uniform,random' or 'all'")
         self._allocator_kwargs = parse_allocator_kwargs_by_spec(
             self.allocator_list, self.allocator_kwargs
         )
+
+    def _check_rounds(self) -> None:
+        """``rounds``: positive integers, the rounds env only, not beside ``round_size``."""
+        rounds = self.rounds_list
+        if not rounds:
+            return
+        if self.round_size is not None:
+            raise ValueError(
+                f"rounds ({self.rounds!r}) and round_size ({self.round_size}) are both set: give "
+                "one (rounds sets R = ceil(N / rounds) for each value)"
+            )
+        if "sequential" in self.env_kinds:
+            raise ValueError(
+                f"rounds ({self.rounds!r}) applies to the rounds env only; envs is "
+                f"{self.envs!r}: use --envs rounds (the sequential env decides one rollout at "
+                "a time)"
+            )
+        smallest = min(self.group_size_list) * self.num_questions
+        if max(rounds) > smallest:
+            raise ValueError(
+                f"rounds {max(rounds)} exceeds the smallest budget N = G·B = {smallest}: a "
+                "round hands out at least one rollout; give fewer rounds"
+            )
+
+    def _check_from_run(self) -> None:
+        """With ``from_run`` the grid comes from each run: grid options must stay unset."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        changed = [name for name in GRID_FIELDS if getattr(self, name) != defaults[name]]
+        if changed:
+            flags = ", ".join("--" + n.replace("_", "-") for n in changed)
+            raise ValueError(
+                f"--from-run takes the allocator, utility, budget, rounds, pool, pilot and cap "
+                f"from each run's config.json, so {flags} would be ignored: drop them (the "
+                "options that apply are --episodes, --seed, --workers, --live-steps, --out, "
+                "--name, --progress)"
+            )
+        if self.live_steps is not None and self.live_steps < 0:
+            raise ValueError(
+                f"live_steps must be >= 0 (0: all steps; none: the steps the evidence spans), got "
+                f"{self.live_steps}"
+            )
 
     def allocator_kwargs_of(self, spec: str) -> dict[str, Any]:
         """The keyword arguments allocator ``spec`` is built with (``allocator_kwargs``)."""
@@ -156,6 +253,20 @@ class BenchConfig:
         return out
 
     @property
+    def rounds_list(self) -> list[int]:
+        """Decision rounds per episode to run (empty: the round size decides)."""
+        out = []
+        for k in _split(self.rounds):
+            try:
+                value = int(k)
+            except ValueError:
+                raise ValueError(f"rounds {k!r} is not an integer: give e.g. '1,2,3,4,8'") from None
+            if value < 1:
+                raise ValueError(f"rounds must be >= 1 each, got {value} in {self.rounds!r}")
+            out.append(value)
+        return out
+
+    @property
     def allocator_list(self) -> list[str]:
         """Allocator specs, ``uniform`` first (it is the baseline of every gain)."""
         specs = _split(self.allocators)
@@ -187,29 +298,38 @@ class Setting:
     difficulty: str
     utility: str
     group_size: int
+    rounds: int | None = None
 
     @property
     def key(self) -> str:
         """A short label."""
-        return f"{self.env}/{self.difficulty}/{self.utility}/G={self.group_size}"
+        key = f"{self.env}/{self.difficulty}/{self.utility}/G={self.group_size}"
+        return key if self.rounds is None else f"{key}/rounds={self.rounds}"
 
 
 def settings(cfg: BenchConfig) -> list[Setting]:
     """The grid of settings, in a stable order."""
+    rounds: list[int | None] = list(cfg.rounds_list) or [None]
     return [
-        Setting(e, d, u, g)
-        for e, d, u, g in itertools.product(
-            cfg.env_kinds, cfg.difficulty_list, cfg.utility_list, cfg.group_size_list
+        Setting(e, d, u, g, k)
+        for e, d, u, g, k in itertools.product(
+            cfg.env_kinds, cfg.difficulty_list, cfg.utility_list, cfg.group_size_list, rounds
         )
     ]
+
+
+def rounds_round_size(budget: int, rounds: int) -> int:
+    """R of ``rounds`` equal decision rounds: ceil(N / rounds) (``adaroll grpo --rounds``)."""
+    return -(-budget // rounds)
 
 
 def env_kwargs(cfg: BenchConfig, setting: Setting, spec: str = "") -> dict[str, Any]:
     """Arguments of ``gym.make`` for a setting (with the truth revealed for reference-only
     allocators such as ``oracle``; revealing changes no random draw, so pairing holds)."""
+    budget = setting.group_size * cfg.num_questions
     kw: dict[str, Any] = {
         "num_questions": cfg.num_questions,
-        "budget": setting.group_size * cfg.num_questions,
+        "budget": budget,
         "pilot": cfg.pilot,
         "max_group": cfg.max_group,
         "utility": setting.utility,
@@ -218,6 +338,8 @@ def env_kwargs(cfg: BenchConfig, setting: Setting, spec: str = "") -> dict[str, 
     }
     if setting.env == "rounds" and cfg.round_size is not None:
         kw["round_size"] = cfg.round_size
+    if setting.rounds is not None:
+        kw["round_size"] = rounds_round_size(budget, setting.rounds)
     if spec in REFERENCE_ONLY:
         kw["reveal_truth"] = True
     return kw

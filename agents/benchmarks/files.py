@@ -12,7 +12,7 @@ from typing import Any
 
 from adaroll_env.stats import library_versions
 from agents.benchmarks.config import BenchConfig
-from agents.benchmarks.plots import plot_bars, plot_group_sizes, plot_rollouts_by_mean
+from agents.benchmarks.plots import plot_bars, plot_group_sizes, plot_rollouts_by_mean, plot_rounds
 from agents.benchmarks.tables import markdown_table
 
 
@@ -48,4 +48,6 @@ def write_run(cfg: BenchConfig, rows: list[dict[str, Any]], episodes: list[dict[
         plot_rollouts_by_mean(rows, run_dir / "rollouts_by_mean.png")
         if len(cfg.group_size_list) > 1:
             plot_group_sizes(rows, run_dir / "utility_vs_group_size.png")
+        if len(cfg.rounds_list) > 1:
+            plot_rounds(rows, run_dir / "rounds.png")
     return run_dir

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from agents.benchmarks.config import MEAN_BINS
+from agents.benchmarks.mechanism import MECHANISM
 
 _COLORS = (
     "#1f77b4",
@@ -108,14 +109,20 @@ def plot_bars(rows: list[dict[str, Any]], path: Path) -> None:
 
 def figure_group_sizes(rows: list[dict[str, Any]]) -> Any:
     """Mean utility per question against G, one line per allocator, one panel per
-    (env, difficulty, utility)."""
+    (env, difficulty, utility, rounds)."""
     plt = _pyplot()
-    panels = list(dict.fromkeys((r["env"], r["difficulty"], r["utility_name"]) for r in rows))
+
+    def panel_of(r: dict[str, Any]) -> tuple[str, ...]:
+        rounds = r.get("rounds")
+        tail = () if rounds is None else (f"rounds={rounds}",)
+        return (r["env"], r["difficulty"], r["utility_name"], *tail)
+
+    panels = list(dict.fromkeys(panel_of(r) for r in rows))
     names = list(dict.fromkeys(r["allocator"] for r in rows))
     styles = dict(zip(names, line_styles(len(names)), strict=True))
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels) + 2, 4), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
-        sub = [r for r in rows if (r["env"], r["difficulty"], r["utility_name"]) == panel]
+        sub = [r for r in rows if panel_of(r) == panel]
         for name in dict.fromkeys(r["allocator"] for r in sub):
             pts = sorted(
                 (r["group_size"], r["mean_utility"], r["ci95"])
@@ -168,5 +175,57 @@ def figure_rollouts_by_mean(rows: list[dict[str, Any]]) -> Any:
 def plot_rollouts_by_mean(rows: list[dict[str, Any]], path: Path) -> None:
     """Write ``figure_rollouts_by_mean(rows)`` to ``path`` (PNG)."""
     fig = figure_rollouts_by_mean(rows)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    _pyplot().close(fig)
+
+
+def figure_rounds(rows: list[dict[str, Any]]) -> Any:
+    """Mean utility and the mechanism figures against decision rounds per episode, one line per
+    allocator with 95 % CIs; one row of panels per (env, difficulty, utility, G)."""
+    plt = _pyplot()
+    metrics = {
+        "mean_utility": "mean utility",
+        **{k: f"{v} / episode" for k, v in MECHANISM.items()},
+    }
+    cis = {"mean_utility": "ci95", **{k: f"{k}_ci95" for k in MECHANISM}}
+    rows = [r for r in rows if r.get("rounds") is not None]
+    groups = list(
+        dict.fromkeys((r["env"], r["difficulty"], r["utility_name"], r["group_size"]) for r in rows)
+    )
+    names = list(dict.fromkeys(r["allocator"] for r in rows))
+    styles = dict(zip(names, line_styles(len(names)), strict=True))
+    fig, axes = plt.subplots(
+        len(groups),
+        len(metrics),
+        figsize=(4.2 * len(metrics) + 2, 3.5 * len(groups)),
+        squeeze=False,
+    )
+    for axrow, group in zip(axes, groups, strict=True):
+        sub = [
+            r
+            for r in rows
+            if (r["env"], r["difficulty"], r["utility_name"], r["group_size"]) == group
+        ]
+        for ax, (key, title) in zip(axrow, metrics.items(), strict=True):
+            for name in dict.fromkeys(r["allocator"] for r in sub):
+                pts = sorted(
+                    (r["rounds"], r[key], r[cis[key]]) for r in sub if r["allocator"] == name
+                )
+                k, m, ci = (np.array(x) for x in zip(*pts, strict=True))
+                ax.errorbar(k, m, yerr=ci, capsize=3, label=name, **styles[name])
+            ax.set_xscale("log", base=2)
+            ticks = sorted({r["rounds"] for r in sub})
+            ax.set_xticks(ticks, [str(k) for k in ticks])
+            ax.set_xlabel("decision rounds per episode")
+            ax.set_ylabel(title)
+            ax.set_title("/".join(str(x) for x in group[:3]) + f"/G={group[3]}", fontsize=9)
+    _legend_outside(fig, axes[0, -1])
+    fig.tight_layout()
+    return fig
+
+
+def plot_rounds(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write ``figure_rounds(rows)`` to ``path`` (PNG)."""
+    fig = figure_rounds(rows)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     _pyplot().close(fig)

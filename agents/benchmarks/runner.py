@@ -1,9 +1,10 @@
 """The runner of ``adaroll bench``: paired episodes over the grid, in parallel worker processes.
 
-Allocators × env kinds × difficulty profiles × utilities × group sizes G = N/B × episodes, run in
-parallel over the cores from one master seed. Episodes are *paired*: episode i of every allocator
-in a setting uses the same env seed, hence the same true pass rates, so differences against
-``uniform`` are measured on common instances."""
+Allocators × env kinds × difficulty profiles × utilities × group sizes G = N/B (× decision
+rounds, with ``--rounds``) × episodes, run in parallel over the cores from one master seed.
+Episodes are *paired*: episode i of every allocator in a setting uses the same env seed, hence the
+same true pass rates, so differences against ``uniform`` are measured on common instances. Each
+episode's record carries the mechanism figures of its final counts beside its utility."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -30,10 +31,14 @@ from agents.benchmarks.config import (
     settings,
 )
 from agents.benchmarks.files import write_run
+from agents.benchmarks.mechanism import mechanism
 from agents.benchmarks.statistics import summarise
 from agents.benchmarks.tables import format_tables
 from agents.policy_value import exact_value
 from agents.registry import make_allocator
+
+if TYPE_CHECKING:
+    from agents.benchmarks.from_run import FromRunResult
 
 
 def episode_seeds(master: int, episode: int) -> tuple[int, int]:
@@ -50,7 +55,8 @@ def run_episodes(
     allocator_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``spec`` (built with ``allocator_kwargs``) on ``env`` for the given episode indices;
-    one record per episode."""
+    one record per episode: its utility, the mechanism figures of its final counts
+    (``agents.benchmarks.mechanism``), decisions, timings and where the rollouts went."""
     allocator = make_allocator(spec, env, **(allocator_kwargs or {}))
     params = env.unwrapped.params  # type: ignore[attr-defined]
     records = []
@@ -73,12 +79,15 @@ def run_episodes(
             done = terminated or truncated
         wall = time.perf_counter() - t_start
         alloc = np.asarray(info["allocation"])
+        successes = np.asarray(obs["successes"], dtype=np.int64)
+        mech = mechanism(successes, np.asarray(obs["rollouts"], dtype=np.int64) - successes)
         bins = np.minimum((np.asarray(obs["mean"]) * MEAN_BINS).astype(int), MEAN_BINS - 1)
         records.append(
             {
                 "episode": i,
                 "env_seed": env_seed,
                 "utility": total,
+                **{k: float(v) for k, v in mech.items()},
                 "decisions": decisions,
                 "decision_seconds": decide,
                 "episode_seconds": wall,
@@ -230,10 +239,15 @@ def run_benchmark(cfg: BenchConfig, *, write: bool = True) -> BenchResult:
     return BenchResult(rows=rows, episodes=episodes, run_dir=run_dir)
 
 
-def main(cfg: BenchConfig) -> BenchResult:
-    """Run the benchmark, print the table and say where the run directory is."""
+def main(cfg: BenchConfig) -> BenchResult | FromRunResult:
+    """Run the benchmark, print the table and say where the run directory is; with
+    ``cfg.from_run``, the sim-to-real check of those runs instead (``from_run.main``)."""
     from rich.console import Console
 
+    if cfg.from_run:
+        from agents.benchmarks import from_run
+
+        return from_run.main(cfg)
     console = Console() if Console().is_terminal else Console(width=120)
     result = run_benchmark(cfg)
     for table in format_tables(result.rows, cfg):

@@ -19,6 +19,7 @@ from agents.benchmarks.config import (
     make_env,
     settings,
 )
+from agents.benchmarks.mechanism import MECHANISM
 
 __all__ = ["bayes_bound", "mean_ci", "summarise"]
 
@@ -46,12 +47,16 @@ def summarise(
     cfg: BenchConfig,
     exact: dict[tuple[Setting, str], float | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (setting, allocator): mean utility with CI, paired gain over uniform, cost,
-    throughput and (where computed) the exact outcome-tree value."""
+    """One row per (setting, allocator): mean utility with CI, paired gain over uniform, the
+    mechanism figures with CIs (gradient-carrying rollouts, informative prompts and fraction per
+    episode: ``agents.benchmarks.mechanism``), cost, throughput and (where computed) the exact
+    outcome-tree value."""
     exact = exact or {}
     rows = []
     for setting in settings(cfg):
         bound = bayes_bound(cfg, setting)
+        default_r = cfg.num_questions if setting.env == "rounds" else 1
+        round_size = env_kwargs(cfg, setting).get("round_size", default_r)
         base = {r["episode"]: r["utility"] for r in results[(setting, "uniform")]}
         for spec in cfg.allocator_list:
             recs = sorted(results[(setting, spec)], key=lambda r: r["episode"])
@@ -67,6 +72,8 @@ def summarise(
                     "difficulty": setting.difficulty,
                     "utility_name": setting.utility,
                     "group_size": setting.group_size,
+                    "rounds": setting.rounds,
+                    "round_size": round_size,
                     "allocator": spec,
                     "reference_only": spec in REFERENCE_ONLY,
                     "episodes": len(u),
@@ -75,6 +82,8 @@ def summarise(
                     "gain": gain,
                     "gain_ci95": gain_ci,
                     "gain_pct": 100.0 * gain / base_mean if base_mean else math.nan,
+                    **_mechanism_columns(recs),
+                    "decisions": float(np.mean([r["decisions"] for r in recs])),
                     "ms_per_batch": 1e3 * float(np.mean([r["decision_seconds"] for r in recs])),
                     "episodes_per_s": len(recs) / sum(r["episode_seconds"] for r in recs),
                     "exact_value": exact.get((setting, spec)),
@@ -92,3 +101,13 @@ def summarise(
                 }
             )
     return rows
+
+
+def _mechanism_columns(recs: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean and 95 % CI half-width of each mechanism figure over the episodes ``recs``."""
+    out = {}
+    for key in MECHANISM:
+        mean, ci = mean_ci([r[key] for r in recs])
+        out[key] = mean
+        out[f"{key}_ci95"] = ci
+    return out

@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from agents.benchmarks.config import BenchConfig
+from agents.benchmarks.mechanism import MECHANISM
+
+#: Decimals each mechanism figure is shown with.
+MECHANISM_DIGITS = {"grad_rollouts": 1, "informative_prompts": 2, "informative_frac": 3}
 
 
 def _cells(r: dict[str, Any], with_exact: bool, with_gap: bool = False) -> list[str]:
@@ -14,6 +18,10 @@ def _cells(r: dict[str, Any], with_exact: bool, with_gap: bool = False) -> list[
         f"{r['mean_utility']:.3f} ± {r['ci95']:.3f}",
         "—" if is_base else f"{r['gain']:+.3f} ± {r['gain_ci95']:.3f}",
         "—" if is_base else f"{r['gain_pct']:+.1f}%",
+        *(
+            f"{r[key]:.{digits}f} ± {r[key + '_ci95']:.{digits}f}"
+            for key, digits in MECHANISM_DIGITS.items()
+        ),
         f"{r['ms_per_batch']:.2f}",
         f"{r['episodes_per_s']:.0f}",
     ]
@@ -29,14 +37,15 @@ _HEADERS = [
     "mean utility ± 95% CI",
     "gain vs uniform ± 95% CI",
     "gain %",
+    *(f"{title} ± CI" for title in MECHANISM.values()),
     "ms/batch",
     "episodes/s",
 ]
 
 
 def format_tables(rows: list[dict[str, Any]], cfg: BenchConfig) -> list[Any]:
-    """One rich Table per setting: mean utility with CI, paired gain over uniform, cost, and the
-    exact outcome-tree value where it was computed."""
+    """One rich Table per setting: mean utility with CI, paired gain over uniform, the mechanism
+    figures with CIs, cost, and the exact outcome-tree value where it was computed."""
     from rich.table import Table
 
     tables = []
@@ -45,6 +54,8 @@ def format_tables(rows: list[dict[str, Any]], cfg: BenchConfig) -> list[Any]:
         with_exact = any(r["exact_value"] is not None for r in sub)
         with_gap = any(r["bound"] is not None for r in sub)
         about = f"B={cfg.num_questions}, {cfg.episodes} paired episodes, seed {cfg.seed}"
+        if sub[0].get("rounds") is not None:
+            about += f", R={sub[0]['round_size']}"
         if with_gap:
             about += f"; certified bound {sub[0]['bound']:.3f}"
         table = Table(title=f"{key}  ({about})", title_justify="left")

@@ -43,3 +43,20 @@ def test_bad_values_exit_with_usage(capsys):
         parse_config(_Cfg, "", ["--kind", "c"])
     assert info.value.code == 2
     assert "invalid choice: 'c'" in capsys.readouterr().err
+
+
+@dataclass
+class _Lists:
+    """List fields take one or more values."""
+
+    dirs: list[str] = field(default_factory=list, metadata={"help": "dirs", "metavar": "DIR"})
+    sizes: list[int] = field(default_factory=lambda: [8])
+
+
+def test_list_fields_take_one_or_more_values(capsys):
+    assert parse_config(_Lists, "", []) == _Lists(dirs=[], sizes=[8])
+    got = parse_config(_Lists, "", ["--dirs", "a", "b", "--sizes", "4", "16"])
+    assert got == _Lists(dirs=["a", "b"], sizes=[4, 16])
+    with pytest.raises(SystemExit):
+        parse_config(_Lists, "", ["--help"])
+    assert "--dirs DIR [DIR ...]" in capsys.readouterr().out
