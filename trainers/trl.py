@@ -174,6 +174,8 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
     - ``max_group``: cap on one prompt's rollouts per generation batch (default: none).
     - ``belief_decay``: per-optimizer-step forgetting of a prompt's past outcomes, in (0, 1].
     - ``belief_prior``: prior of unseen prompts, ``"fixed"`` (Beta(1, 1)) or ``"fitted"``.
+    - ``belief_group``: a dataset column (e.g. ``"level"``) whose value groups prompts for
+      fitted priors, one Beta per group (needs ``belief_prior="fitted"``; default: none).
     - ``success_threshold``: a completion whose reward reaches it counts as a success.
 
     ``allocations`` keeps an :class:`AllocationRecord` per generation batch (the last
@@ -191,6 +193,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         max_group: int | None = None,
         belief_decay: float = 0.95,
         belief_prior: str = "fixed",
+        belief_group: str | None = None,
         success_threshold: float = 0.5,
         **kwargs: Any,
     ) -> None:
@@ -199,6 +202,12 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         round_size, pilot, max_group = check_allocation_arguments(
             allocator, allocator_kwargs, round_size, pilot, max_group, kwargs
         )
+        if belief_group is not None and belief_prior != "fitted":
+            raise ValueError(
+                f"belief_group {belief_group!r} fits one prior per group, which needs "
+                "belief_prior='fitted' (with 'fixed' every prompt starts from the same prior)"
+            )
+        self.belief_group = belief_group
         self.belief_store = BeliefStore(decay=belief_decay, base=belief_prior)  # type: ignore[arg-type]
         self.success_threshold = float(success_threshold)
         self.allocations: deque[AllocationRecord] = deque(maxlen=RECORDS_KEPT)
@@ -307,6 +316,19 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                 )
         return firsts
 
+    def _groups(self, firsts: list[dict[str, Any]]) -> list[Any] | None:
+        """Each prompt's ``belief_group`` column value (None without grouping)."""
+        column = self.belief_group
+        if column is None:
+            return None
+        missing = [i for i, r in enumerate(firsts) if column not in r]
+        if missing:
+            raise ValueError(
+                f"belief_group {column!r} is not a column of the training dataset (row columns: "
+                f"{sorted(firsts[missing[0]])}): name one, e.g. 'level'"
+            )
+        return [r[column] for r in firsts]
+
     def _round_counts(
         self, params: am.AllocationParams, state: am.AllocationState, rounds: int
     ) -> tuple[NDArray[np.int64], float]:
@@ -360,8 +382,9 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         U = len(firsts)
         prompts = [r["prompt"] for r in firsts]
         ids = [prompt_key(p) for p in prompts]
+        groups = self._groups(firsts)
         step = int(self.state.global_step)
-        alpha, beta = self.belief_store.prior(ids, step)
+        alpha, beta = self.belief_store.prior(ids, step, groups)
         params = self._params(U, self.rounds_size, (tuple(alpha.tolist()), tuple(beta.tolist())))
         state = am.initial_state(params)
         alloc_seconds = 0.0
@@ -389,7 +412,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
             reward_parts.append(rewards)
             order_parts.append(order)
             local_rows.extend(round_rows)
-        self.belief_store.update(ids, state.successes, state.failures, step)
+        self.belief_store.update(ids, state.successes, state.failures, step, groups=groups)
         self._pending = self._pending_batch(gen_parts, reward_parts, order_parts, state)
         record = AllocationRecord(
             step=step,

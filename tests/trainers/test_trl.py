@@ -446,6 +446,39 @@ def test_bad_settings_are_refused_with_the_fix(
         build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, rollout_func=print)
 
 
+def test_belief_groups_from_a_dataset_column(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
+) -> None:
+    task = make_task("arithmetic", seed=0, num_train=256, num_test=8)
+    leveled = dataset.add_column("level", [e.level for e in task.train])
+    plain, dataset = dataset, leveled
+    trainer = build(
+        AllocatingGRPOTrainer,
+        tiny_model_dir,
+        dataset,
+        tmp_path / "run",
+        allocator="bamdp",
+        belief_prior="fitted",
+        belief_group="level",
+    )
+    train(trainer)
+    levels = {prompt_key(p): lv for p, lv in zip(dataset["prompt"], dataset["level"], strict=True)}
+    recorded = trainer.belief_store.state_dict()["groups"]
+    assert recorded and all(levels[i] == g for i, g in recorded)
+    with pytest.raises(ValueError, match="needs belief_prior='fitted'"):
+        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, belief_group="level")
+    bad = build(
+        AllocatingGRPOTrainer,
+        tiny_model_dir,
+        plain,
+        tmp_path / "bad",
+        belief_prior="fitted",
+        belief_group="level",
+    )
+    with pytest.raises(ValueError, match="'level' is not a column"):
+        train(bad)
+
+
 def test_trl_version_outside_the_range_is_refused_at_import() -> None:
     check_trl_version(trl.__version__)  # the installed one is supported
     for bad in ("1.9.0", "1.17.0", "2.0.0", "not-a-version"):
