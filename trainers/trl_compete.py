@@ -56,6 +56,16 @@ class TrlCompeteConfig:
     eval_k: int = field(default=4, metadata=_help("samples per held-out prompt"))
     workers: int = field(default=1, metadata=_help("runs at a time (processes)"))
     out: str = field(default="runs/trl_compete", metadata=_help("where the JSON goes"))
+    utility: str = field(
+        default="informative", metadata=_help("the allocators' utility, e.g. 'snr(8)'")
+    )
+    belief_prior: str = field(
+        default="fixed", metadata=_help("prior of unseen prompts: 'fixed' or 'fitted'")
+    )
+    belief_group: str = field(
+        default="none",
+        metadata=_help("'none', or a dataset column grouping fitted priors (e.g. 'level')"),
+    )
 
     def __post_init__(self) -> None:
         for name in (
@@ -77,6 +87,16 @@ class TrlCompeteConfig:
             raise ValueError(f"group_size must be >= 2 (TRL needs two), got {self.group_size}")
         if not [a for a in self.allocators.split(",") if a.strip()]:
             raise ValueError("allocators is empty: name at least one, e.g. 'uniform,bamdp'")
+        from adaroll_env.utilities import get_utility
+
+        get_utility(self.utility)  # an unknown name raises, suggesting the closest
+        if self.belief_prior not in ("fixed", "fitted"):
+            raise ValueError(f"belief_prior must be 'fixed' or 'fitted', got {self.belief_prior!r}")
+        if self.belief_group != "none" and self.belief_prior != "fitted":
+            raise ValueError(
+                f"belief_group {self.belief_group!r} needs --belief-prior fitted (one fitted "
+                "prior per group)"
+            )
 
 
 def held_out_pass_at_1(model: Any, tokenizer: Any, task: Any, cfg: TrlCompeteConfig) -> float:
@@ -154,6 +174,9 @@ def run_one(cfg: TrlCompeteConfig, allocator: str, seed: int) -> dict[str, Any]:
             train_dataset=task_dataset(task),
             processing_class=tokenizer,
             allocator=allocator,
+            utility=cfg.utility,
+            belief_prior=cfg.belief_prior,
+            belief_group=None if cfg.belief_group == "none" else cfg.belief_group,
         )
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -548,7 +548,9 @@ def test_competition_trains_each_allocator_and_evaluates(
     from trainers.trl_compete import RESULTS_FILE, TrlCompeteConfig, main, parse_args
 
     monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
-    cfg = parse_args(["--steps", "2", "--seeds", "1", "--batch-size", "4", "--group-size", "2"])
+    flags = ["--steps", "2", "--seeds", "1", "--batch-size", "4", "--group-size", "2"]
+    flags += ["--utility", "snr(8)", "--belief-prior", "fitted", "--belief-group", "level"]
+    cfg = parse_args(flags)
     cfg = dataclasses.replace(cfg, eval_size=8, eval_k=2, out=str(tmp_path))
     result = main(cfg)
     runs = {r["allocator"]: r for r in result["runs"]}
@@ -558,5 +560,9 @@ def test_competition_trains_each_allocator_and_evaluates(
     for r in runs.values():
         assert 0.0 <= r["pass@1_after"] <= 1.0 and 0 <= r["gradient_rollouts"] <= 8
     assert json.loads((tmp_path / RESULTS_FILE).read_text())["runs"] == result["runs"]
+    saved = json.loads((tmp_path / RESULTS_FILE).read_text())
+    assert (saved["config"]["utility"], saved["config"]["belief_group"]) == ("snr(8)", "level")
     with pytest.raises(ValueError, match="allocators is empty"):
         TrlCompeteConfig(allocators=" , ")
+    with pytest.raises(ValueError, match="needs --belief-prior fitted"):
+        TrlCompeteConfig(belief_group="level")
