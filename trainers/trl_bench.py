@@ -27,7 +27,6 @@ and optimizer step. The overhead is the median over blocks of
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import importlib.metadata as md
@@ -299,8 +298,6 @@ def main(cfg: TrlOverheadConfig) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> TrlOverheadConfig:
     """``TrlOverheadConfig`` from command-line flags (one per field, ``--batch-size`` ...)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for f in dataclasses.fields(TrlOverheadConfig):
-        flag = "--" + f.name.replace("_", "-")
-        parser.add_argument(flag, type=type(f.default), default=f.default, help=f.metadata["help"])
-    return TrlOverheadConfig(**vars(parser.parse_args(argv)))
+    from adaroll_env.arguments import parse_config
+
+    return parse_config(TrlOverheadConfig, __doc__.split("\n")[0], argv)  # type: ignore[no-any-return]

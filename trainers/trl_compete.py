@@ -14,7 +14,6 @@ with non-zero advantage per step (TRL's metrics, ``allocation/...``).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import io
@@ -233,9 +232,7 @@ def main(cfg: TrlCompeteConfig) -> dict[str, Any]:
 
 
 def parse_args(argv: list[str] | None = None) -> TrlCompeteConfig:
-    """``TrlCompeteConfig`` from command-line flags (one per field)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for f in dataclasses.fields(TrlCompeteConfig):
-        flag = "--" + f.name.replace("_", "-")
-        parser.add_argument(flag, type=type(f.default), default=f.default, help=f.metadata["help"])
-    return TrlCompeteConfig(**vars(parser.parse_args(argv)))
+    """``TrlCompeteConfig`` from command-line flags (one per field, ``--batch-size`` ...)."""
+    from adaroll_env.arguments import parse_config
+
+    return parse_config(TrlCompeteConfig, __doc__.split("\n")[0], argv)  # type: ignore[no-any-return]
