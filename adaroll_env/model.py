@@ -261,6 +261,31 @@ def is_done(params: AllocationParams, state: AllocationState) -> bool:
     return budget_left(params, state) == 0
 
 
+def step_round_size(
+    budget: int,
+    batch: int,
+    *,
+    adaptive: bool,
+    round_size: int | None = None,
+    rounds: int | None = None,
+) -> int:
+    """R of one training step, the one rule the trainer and the simulator share: ``round_size``
+    when given; else ceil(N / ``rounds``) for ``rounds`` equal rounds; else one rollout per
+    prompt (B) for an allocator that reads outcomes, and the whole budget N in one round for an
+    outcome-blind one (the same split, one generation call).
+
+    >>> step_round_size(512, 64, adaptive=True), step_round_size(512, 64, adaptive=False)
+    (64, 512)
+    >>> step_round_size(512, 64, adaptive=True, rounds=3)
+    171
+    """
+    if round_size is not None:
+        return int(round_size)
+    if rounds is not None:
+        return -(-int(budget) // int(rounds))
+    return int(batch) if adaptive else int(budget)
+
+
 def next_round_size(params: AllocationParams, state: AllocationState) -> int:
     """Rollouts the next decision hands out: min(R, budget left)."""
     return min(params.round_size, budget_left(params, state))

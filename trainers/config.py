@@ -363,13 +363,6 @@ class GRPOConfig:
         """N: rollouts per step (``budget``, else ``group_size · batch_size``)."""
         return self.budget if self.budget is not None else self.group_size * self.batch_size
 
-    @property
-    def rounds_round_size(self) -> int | None:
-        """The round size that ``rounds`` equal rounds give (None when ``rounds`` is unset)."""
-        if self.rounds is None:
-            return None
-        return -(-self.rollout_budget // self.rounds)
-
     def to_dict(self) -> dict[str, Any]:
         """The config as a plain dict (what the run directory records)."""
         return dataclasses.asdict(self)

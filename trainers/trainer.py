@@ -168,13 +168,14 @@ class GRPOTrainer:
                     f"({self.world})"
                 )
             self.local_pool = cfg.pool_size // self.world
-        round_size = cfg.round_size if cfg.round_size is not None else cfg.rounds_round_size
-        if round_size is not None:
-            self.local_round = max(1, round_size // self.world)
-        elif not adaptive:
-            self.local_round = self.local_budget  # outcome-blind: one round, the same split
-        else:
-            self.local_round = self.local_batch
+        R = am.step_round_size(
+            cfg.rollout_budget,
+            cfg.batch_size,
+            adaptive=adaptive,
+            round_size=cfg.round_size,
+            rounds=cfg.rounds,
+        )
+        self.local_round = max(1, R // self.world)  # each rank hands out its share of a round
 
     def _setup_model(self, model: Any, tokenizer: Any) -> None:
         """Policy (dropout off), frozen reference copy when ``beta > 0``, optimizer, DDP."""

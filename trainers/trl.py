@@ -123,10 +123,10 @@ from adaroll_env import model as am  # noqa: E402
 from trainers.beliefs import BeliefStore  # noqa: E402
 from trainers.grpo import ScaleRewards, group_advantages  # noqa: E402
 from trainers.rollouts import check_counts  # noqa: E402
+from trainers.seeding import ALLOCATOR, derive_seed  # noqa: E402
 from trainers.trl_parts import (  # noqa: E402  (re-exported: documented as trainers.trl names)
     AllocationRecord,
     check_allocation_arguments,
-    derive_seed,
     merge_generated,
     prompt_key,
     task_dataset,
@@ -390,7 +390,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         alloc_seconds = 0.0
         if self.accelerator.is_main_process:
             t = time.perf_counter()
-            self.allocator.reset(params, seed=derive_seed(self.args.seed, 2, step))
+            self.allocator.reset(params, seed=derive_seed(self.args.seed, ALLOCATOR, step))
             alloc_seconds += time.perf_counter() - t
         gen_parts: list[tuple[Any, ...]] = []
         reward_parts: list[torch.Tensor] = []  # per round: [n_round, F], gathered (rank order)

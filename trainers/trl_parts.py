@@ -22,7 +22,6 @@ from trainers.tasks import Task
 __all__ = [
     "AllocationRecord",
     "check_allocation_arguments",
-    "derive_seed",
     "merge_generated",
     "prompt_key",
     "task_dataset",
@@ -121,11 +120,6 @@ def task_reward(task: Task) -> Any:
 
     reward.__name__ = f"{task.name}_reward"
     return reward
-
-
-def derive_seed(*parts: int) -> int:
-    """A 31-bit seed from integer parts (master seed, purpose, step)."""
-    return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1)[0])
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 
 import adaroll_env
+from adaroll_env import model as am
 from adaroll_env.errors import unknown_name
 from adaroll_env.priors import resolve_difficulty
 from adaroll_env.utilities import get_utility
@@ -318,11 +319,6 @@ def settings(cfg: BenchConfig) -> list[Setting]:
     ]
 
 
-def rounds_round_size(budget: int, rounds: int) -> int:
-    """R of ``rounds`` equal decision rounds: ceil(N / rounds) (``adaroll grpo --rounds``)."""
-    return -(-budget // rounds)
-
-
 def env_kwargs(cfg: BenchConfig, setting: Setting, spec: str = "") -> dict[str, Any]:
     """Arguments of ``gym.make`` for a setting (with the truth revealed for reference-only
     allocators such as ``oracle``; revealing changes no random draw, so pairing holds)."""
@@ -339,7 +335,7 @@ def env_kwargs(cfg: BenchConfig, setting: Setting, spec: str = "") -> dict[str, 
     if setting.env == "rounds" and cfg.round_size is not None:
         kw["round_size"] = cfg.round_size
     if setting.rounds is not None:
-        kw["round_size"] = rounds_round_size(budget, setting.rounds)
+        kw["round_size"] = am.step_round_size(budget, 1, adaptive=True, rounds=setting.rounds)
     if spec in REFERENCE_ONLY:
         kw["reveal_truth"] = True
     return kw

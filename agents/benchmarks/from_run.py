@@ -209,12 +209,9 @@ def sim_setup(run: RunRecord) -> SimSetup:
     belief = run_belief(s, run.beliefs, truth)
     adaptive = is_adaptive(s.allocator)
     questions = s.pool_size if s.pool_size is not None and adaptive else s.batch_size
-    if s.round_size is not None:
-        round_size = s.round_size
-    elif s.rounds is not None:
-        round_size = -(-s.budget // s.rounds)
-    else:
-        round_size = s.batch_size if adaptive else s.budget
+    round_size = am.step_round_size(
+        s.budget, s.batch_size, adaptive=adaptive, round_size=s.round_size, rounds=s.rounds
+    )
     params = am.AllocationParams(
         num_questions=questions,
         budget=s.budget,
