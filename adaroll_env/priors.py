@@ -303,6 +303,7 @@ def fit_beta_binomial(
     *,
     weights: ArrayLike | None = None,
     bounds: tuple[float, float] = (1e-3, 1e4),
+    start: tuple[float, float] | None = None,
 ) -> tuple[float, float]:
     """The Beta(a, b) prior maximising the Beta-binomial marginal likelihood of the counts.
 
@@ -313,7 +314,9 @@ def fit_beta_binomial(
     no evidence carry no information and are dropped, identical rows are merged first. Unlike a
     moments fit of posterior means (which are already shrunk toward the prior that produced
     them), this is the empirical-Bayes estimate of the prompts' pass-rate distribution: on
-    U-shaped data (many 0/n and n/n groups) it finds a, b well below 1.
+    U-shaped data (many 0/n and n/n groups) it finds a, b well below 1. ``start`` (e.g. the
+    previous fit of a store that grew a little) starts the search there instead of at the moments
+    of the raw rates: the same optimum in fewer iterations.
 
     >>> rng = np.random.default_rng(0)
     >>> p = rng.beta(0.3, 0.5, size=20000)
@@ -365,8 +368,16 @@ def fit_beta_binomial(
     mean = float(np.clip(np.average(rate, weights=wk), 0.05, 0.95))
     var = float(np.average((rate - mean) ** 2, weights=wk))
     conc = float(np.clip(mean * (1 - mean) / max(var, 1e-6) - 1.0, 0.1, 100.0))
-    start = np.clip(np.log([mean * conc, (1 - mean) * conc]), lo, hi)
-    res = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[(lo, hi), (lo, hi)])
+    x0 = [mean * conc, (1 - mean) * conc] if start is None else list(start)
+    if not all(np.isfinite(x0)) or min(x0) <= 0:
+        raise ValueError(f"start must be two positive finite numbers (a, b), got {start!r}")
+    res = minimize(
+        objective,
+        np.clip(np.log(x0), lo, hi),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(lo, hi), (lo, hi)],
+    )
     a, b = np.exp(res.x)
     return float(a), float(b)
 

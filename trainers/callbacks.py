@@ -70,7 +70,8 @@ class EvaluationCallback(Callback):
     Each record of ``eval.jsonl`` holds ``step``, ``rollouts_total``, ``seconds`` (training
     wall-clock so far: the sum of the steps' ``step_seconds``, so time spent evaluating and
     saving is left out; a resumed run continues the sum of the steps it kept) and the
-    evaluation's numbers (``GRPOTrainer.evaluate``).
+    evaluation's numbers (``GRPOTrainer.evaluate``); with ``eval_train`` the same numbers on
+    that many training prompts, under ``train/``.
     """
 
     def __init__(self, every: int) -> None:
@@ -81,6 +82,9 @@ class EvaluationCallback(Callback):
         t = ctx.trainer
         rec = {"step": t.step, "rollouts_total": t.rollouts_total, "seconds": self.seconds,
                **t.evaluate()}  # fmt: skip
+        if t.cfg.eval_train:
+            train = t.evaluate(size=t.cfg.eval_train, split="train")
+            rec.update({f"train/{key}": value for key, value in train.items()})
         if ctx.log is not None:
             ctx.log.write("eval.jsonl", rec, prefix="eval")
         if ctx.first_eval is None and ctx.resume_step is None:

@@ -196,6 +196,13 @@ class GRPOConfig:
     eval_k: int = field(
         default=4, metadata=field_help("samples per held-out prompt (pass@1, pass@k)")
     )
+    eval_train: int = field(
+        default=0,
+        metadata=field_help(
+            "also evaluate this many training prompts at each evaluation (logged as train/...: "
+            "memorisation beside held-out accuracy; 0: off)"
+        ),
+    )
     save_every: int = field(default=50, metadata=field_help("checkpoint every N steps (0: at end)"))
     gradient_noise_every: int = field(
         default=10,
@@ -260,7 +267,7 @@ class GRPOConfig:
             "eval_k",
         ):
             check_config_int(name, getattr(self, name), 1)
-        for name in ("pilot", "eval_every", "save_every", "gradient_noise_every"):
+        for name in ("pilot", "eval_every", "eval_train", "save_every", "gradient_noise_every"):
             check_config_int(name, getattr(self, name), 0)
         if self.threads is not None:
             check_config_int("threads", self.threads, 0)
@@ -383,6 +390,7 @@ RESUME_MAY_CHANGE = frozenset(
         "steps",
         "max_minutes",
         "eval_every",
+        "eval_train",
         "save_every",
         "tensorboard",
         "progress",

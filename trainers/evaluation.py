@@ -25,14 +25,23 @@ def held_out_subset(test: list[Example], size: int | None) -> list[Example]:
     return [test[i] for i in np.unique(pick)]
 
 
-def evaluate(t: Any, *, size: int | None = None, k: int | None = None) -> dict[str, float]:
-    """Held-out pass@1 and pass@k overall and per level (``pass@1/level<L>``), and ``prompts``."""
+def evaluate(
+    t: Any, *, size: int | None = None, k: int | None = None, split: str = "test"
+) -> dict[str, float]:
+    """Held-out pass@1 and pass@k overall and per level (``pass@1/level<L>``), and ``prompts``.
+
+    ``split="train"`` evaluates ``size`` prompts of the training set instead (spread over it
+    the same way, always the same ones): beside the held-out figures it shows memorisation,
+    e.g. when a small ``task_size`` makes the run revisit its prompts.
+    """
     cfg = t.cfg
     k = cfg.eval_k if k is None else k
     size = cfg.eval_size if size is None else size
-    test = held_out_subset(t.task.test, size)
+    if split not in ("test", "train"):
+        raise ValueError(f"split must be 'test' or 'train', got {split!r}")
+    test = held_out_subset(t.task.test if split == "test" else t.task.train, size)
     if not test:
-        raise ValueError(f"task {t.task.name!r} has no held-out prompts to evaluate")
+        raise ValueError(f"task {t.task.name!r} has no {split} prompts to evaluate")
     mine = test[t.rank :: t.world]
     prompts = [t.prompt_ids(e) for e in mine]
     seed = derive_seed(cfg.seed, EVALUATION, t.rank)  # the same samples' seeds every time

@@ -344,9 +344,11 @@ class GRPOTrainer:
         self.step_start = time.perf_counter()
         size = self.local_pool * self.world
         self.examples = self.data.next_batch(size, rank=self.rank, world=self.world)
+        t = time.perf_counter()  # the priors (and their refits) count as allocation time
         alpha, beta = self.beliefs.prior(
             [e.id for e in self.examples], self.step, self._belief_groups()
         )
+        prior_seconds = time.perf_counter() - t
         self.params = am.AllocationParams(
             num_questions=len(self.examples),
             budget=self.local_budget,
@@ -362,7 +364,7 @@ class GRPOTrainer:
         self._rollouts = Rollouts(len(self.examples))
         t = time.perf_counter()
         self._make_allocator(self.params, derive_seed(cfg.seed, ALLOCATOR, self.step, self.rank))
-        self._rollouts.alloc_seconds += time.perf_counter() - t
+        self._rollouts.alloc_seconds += time.perf_counter() - t + prior_seconds
         if cfg.pilot > 0:
             self._generate(np.full(len(self.examples), cfg.pilot, dtype=np.int64))
         return am.observe(self.params, self.state)
@@ -419,9 +421,11 @@ class GRPOTrainer:
         self.engine.sync_weights(self.policy)
         s = np.asarray(self.state.successes, dtype=np.int64)
         f = np.asarray(self.state.failures, dtype=np.int64)
+        t = time.perf_counter()
         self.beliefs.update(
             [e.id for e in self.examples], s, f, self.step, groups=self._belief_groups()
         )
+        ro.alloc_seconds += time.perf_counter() - t
         report = build_report(self, ro, s, f, train, train_seconds)
         for key in ("kappa", "within", "between", "prompts"):  # this rank's measurement
             if f"noise_{key}" in train:
@@ -470,9 +474,11 @@ class GRPOTrainer:
         return float(box[0])
 
     # --- evaluation -----------------------------------------------------------------------
-    def evaluate(self, *, size: int | None = None, k: int | None = None) -> dict[str, float]:
-        """Held-out pass@1 and pass@k (``trainers.evaluation.evaluate``)."""
-        return evaluate(self, size=size, k=k)
+    def evaluate(
+        self, *, size: int | None = None, k: int | None = None, split: str = "test"
+    ) -> dict[str, float]:
+        """Held-out (or ``split="train"``) pass@1 and pass@k (``trainers.evaluation.evaluate``)."""
+        return evaluate(self, size=size, k=k, split=split)
 
     # --- checkpoints ----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -21,6 +21,11 @@ PriorMode = Literal["tables", "interpolate"]
 
 #: up to this many distinct priors in one episode get a table each; more are interpolated
 MAX_EXACT_PRIORS = 4
+#: the table bank's first capacity: a training run's interpolation corners (per-prompt priors
+#: drift with every refit of the group priors) fill some 75 tables in its first 60 steps, and
+#: each growth copies the bank (tens of megabytes), so it starts large; rows not yet filled cost
+#: address space, not memory
+BANK_START = 128
 
 
 class _Tables:
@@ -211,7 +216,8 @@ class BAMDPAllocator(BaseAllocator):
             n = len(self._bank)
             need = n + len(new)
             if need > self._bank_stack.shape[0]:  # grow by doubling: amortised O(1) a table
-                grown = np.empty((max(need, 2 * self._bank_stack.shape[0]), *tables[0].shape))
+                size = max(need, 2 * self._bank_stack.shape[0], BANK_START)
+                grown = np.empty((size, *tables[0].shape))  # pages are touched only when filled
                 grown[:n] = self._bank_stack[:n]
                 self._bank_stack = grown
             for k, (sp, table) in enumerate(zip(new, tables, strict=True)):

@@ -289,3 +289,27 @@ def test_config_changes_reads_fields_added_since_as_their_defaults() -> None:
         "chat_template: '(absent)' → 'none'"
     ]
     assert config_changes({**new, "lr": 1e-3}, {**new, "steps": 5}) == ["lr: 0.001 → 0.0002"]
+
+
+def test_eval_train_logs_training_prompts_beside_held_out(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """``--eval-train N`` evaluates N training prompts (the same ones each time) under
+    ``train/``; the held-out figures are unchanged by it."""
+    out = tmp_path / "run"
+    main(small_cfg(tiny_model_dir, steps=2, eval_every=2, eval_size=6, eval_k=2, eval_train=5,
+                   out=str(out)))  # fmt: skip
+    recs = read_jsonl(out / "eval.jsonl")
+    assert [r["step"] for r in recs] == [0, 2]
+    assert all(r["train/prompts"] == 5 and r["prompts"] == 6 for r in recs)
+    assert all(0.0 <= r["train/pass@1"] <= 1.0 for r in recs)
+    plain = tmp_path / "plain"
+    main(small_cfg(tiny_model_dir, steps=2, eval_every=2, eval_size=6, eval_k=2, out=str(plain)))
+    held = read_jsonl(plain / "eval.jsonl")
+    assert [r["pass@1"] for r in held] == [r["pass@1"] for r in recs]
+    assert not any(k.startswith("train/") for r in held for k in r)
+    t = GRPOTrainer(small_cfg(tiny_model_dir))
+    with pytest.raises(ValueError, match="split must be 'test' or 'train'"):
+        t.evaluate(split="dev")
+    with pytest.raises(ValueError, match="eval_train"):
+        small_cfg(tiny_model_dir, eval_train=-1)
