@@ -98,6 +98,7 @@ class CompeteConfig:
             "eval_every",
             "eval_size",
             "eval_k",
+            "eval_train",
             "gradient_noise_every",
             "threads",
         )

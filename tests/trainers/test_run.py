@@ -203,12 +203,14 @@ def test_compete_exposes_the_shared_run_options() -> None:
     parser = build_parser("compete")
     args = parser.parse_args(
         ["compete", "--allocators", "uniform,bamdp", "--steps", "7", "--batch-size", "4",
-         "--group-size", "2", "--allocator-kwargs", '{"bamdp": {"max_horizon": 3}}']
+         "--group-size", "2", "--allocator-kwargs", '{"bamdp": {"max_horizon": 3}}',
+         "--eval-train", "9"]
     )  # fmt: skip
     from adaroll_env.arguments import config_from_args
 
     cfg = config_from_args(CompeteConfig, args)
     assert cfg.grpo.steps == 7 and cfg.grpo.batch_size == 4 and cfg.grpo.eval_every == 300
+    assert cfg.run_config("bamdp", 0).eval_train == 9
     run = cfg.run_config("bamdp", 1)
     assert run.allocator_options() == {"max_horizon": 3} and run.seed == 1 and run.steps == 7
     assert cfg.run_config("uniform", 0).allocator_kwargs is None
