@@ -48,7 +48,7 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         pilot: int = 0,
         max_group: int | None = None,
         round_size: int = 1,
-        utility: str = "informative",
+        utility: str = "snr(8)",
         difficulty: DifficultySpec = DEFAULT_PROFILE,
         belief: str | tuple[float, float] = "matched",
         drift: float = 0.0,
@@ -312,7 +312,7 @@ class BetaBernoulliEnv(_SimulatedAllocationEnv):
     ## Arguments
 
     ``num_questions`` (16), ``budget`` (8·B), ``pilot`` (0), ``max_group`` (None),
-    ``utility`` ("informative"), ``difficulty`` ("rlvr"), ``belief`` ("matched": the Beta fitted
+    ``utility`` ("snr(8)"), ``difficulty`` ("rlvr"), ``belief`` ("matched": the Beta fitted
     to ``difficulty``; or a pair), ``prior_alpha`` / ``prior_beta`` (override ``belief``),
     ``drift`` (0.0), ``reward_mode`` ("dense"), ``reveal_truth`` (False), ``invalid_action``
     ("raise"), ``render_mode`` (None or "ansi").

@@ -115,7 +115,7 @@ class GRPOConfig:
         default=None, metadata=field_help("cap on one prompt's rollouts per step (default: none)")
     )
     utility: str = field(
-        default="informative",
+        default="snr(8)",
         metadata=field_help(
             "training utility the allocator maximises: a name (informative, snr(8), ...) or "
             "'snr(auto)': snr(kappa) with kappa measured in this run (gradient_noise_every)"
@@ -130,16 +130,17 @@ class GRPOConfig:
         metadata=field_help("per-step forgetting of a prompt's past outcomes, in (0, 1]"),
     )
     belief_prior: BeliefPrior = field(
-        default="fixed",
+        default="fitted",
         metadata=field_help(
             "prior of unseen prompts: 'fixed', or 'fitted' to the belief store (Beta-binomial "
             "marginal likelihood of its counts)"
         ),
     )
     belief_group: str = field(
-        default="none",
+        default="auto",
         metadata=field_help(
-            "with --belief-prior fitted, fit one prior per group of prompts: 'none'; 'level' "
+            "with --belief-prior fitted, fit one prior per group of prompts: 'auto' ('level' "
+            "under a fitted prior, 'none' under a fixed one); 'none'; 'level' "
             "(the task's difficulty level; jsonl tasks read it from their 'level' field); or a "
             "column of a jsonl task's rows, e.g. 'subject' (checked against the task's prompts)"
         ),
@@ -350,6 +351,8 @@ class GRPOConfig:
                 f"pool_size ({self.pool_size}) is smaller than batch_size ({self.batch_size}): "
                 "a pool holds at least the B prompts a uniform step uses"
             )
+        if self.belief_group == "auto":  # resolved here, so config.json says what ran
+            self.belief_group = "level" if self.belief_prior == "fitted" else "none"
         if not self.belief_group.strip():
             raise ValueError(
                 "belief_group is empty: give 'none', 'level' or a column of the task's rows"

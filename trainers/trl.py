@@ -173,7 +173,8 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
     - ``pilot``: rollouts every prompt gets before the allocator's first decision.
     - ``max_group``: cap on one prompt's rollouts per generation batch (default: none).
     - ``belief_decay``: per-optimizer-step forgetting of a prompt's past outcomes, in (0, 1].
-    - ``belief_prior``: prior of unseen prompts, ``"fixed"`` (Beta(1, 1)) or ``"fitted"``.
+    - ``belief_prior``: prior of unseen prompts, ``"fitted"`` (default: the Beta-binomial
+      maximum-likelihood Beta of the store's counts) or ``"fixed"`` (Beta(1, 1)).
     - ``belief_group``: a dataset column (e.g. ``"level"``) whose value groups prompts for
       fitted priors, one Beta per group (needs ``belief_prior="fitted"``; default: none).
     - ``success_threshold``: a completion whose reward reaches it counts as a success.
@@ -187,12 +188,12 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         *args: Any,
         allocator: Any = "uniform",
         allocator_kwargs: dict[str, Any] | None = None,
-        utility: str = "informative",
+        utility: str = "snr(8)",
         round_size: int | None = None,
         pilot: int = 0,
         max_group: int | None = None,
         belief_decay: float = 0.95,
-        belief_prior: str = "fixed",
+        belief_prior: str = "fitted",
         belief_group: str | None = None,
         success_threshold: float = 0.5,
         **kwargs: Any,

@@ -56,14 +56,14 @@ class TrlCompeteConfig:
     workers: int = field(default=1, metadata=_help("runs at a time (processes)"))
     out: str = field(default="runs/trl_compete", metadata=_help("where the JSON goes"))
     utility: str = field(
-        default="informative", metadata=_help("the allocators' utility, e.g. 'snr(8)'")
+        default="snr(8)", metadata=_help("the allocators' utility, e.g. 'informative'")
     )
     belief_prior: str = field(
-        default="fixed", metadata=_help("prior of unseen prompts: 'fixed' or 'fitted'")
+        default="fitted", metadata=_help("prior of unseen prompts: 'fitted' or 'fixed'")
     )
     belief_group: str = field(
-        default="none",
-        metadata=_help("'none', or a dataset column grouping fitted priors (e.g. 'level')"),
+        default="level",
+        metadata=_help("a dataset column grouping fitted priors (e.g. 'level'), or 'none'"),
     )
 
     def __post_init__(self) -> None:

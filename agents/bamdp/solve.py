@@ -28,9 +28,7 @@ class SolveConfig:
     difficulty: str = field(
         default="rlvr", metadata={"help": "difficulty profile that 'matched' fits"}
     )
-    utility: str = field(
-        default="informative", metadata={"help": "utility name or module:function"}
-    )
+    utility: str = field(default="snr(8)", metadata={"help": "utility name or module:function"})
     max_group: int = field(default=256, metadata={"help": "cap on rollouts of one question"})
     num_questions: int = field(
         default=64, metadata={"help": "B, to compute the price λ̂ of a batch and its bound"}

@@ -80,7 +80,7 @@ class BenchConfig:
     difficulties: str = field(
         default="rlvr", metadata={"help": "difficulty profiles or pass-rate files, comma-separated"}
     )
-    utilities: str = field(default="informative", metadata={"help": "utilities, comma-separated"})
+    utilities: str = field(default="snr(8)", metadata={"help": "utilities, comma-separated"})
     num_questions: int = field(default=64, metadata={"help": "B, questions per batch"})
     group_sizes: str = field(
         default="8", metadata={"help": "G values (budget N = G·B), comma-separated"}

@@ -41,6 +41,9 @@ class BenchSB3Config:
     )
     baseline: str = field(default="", metadata={"help": "an MLP baseline model zip ('': none)"})
     seq_model: str = field(default="", metadata={"help": "a sequential-env model zip ('': none)"})
+    utility: str = field(
+        default="snr(8)", metadata={"help": "the utility the model was trained for"}
+    )
     episodes: int = field(default=2000, metadata={"help": "paired episodes per setting"})
     seed: int = field(default=0, metadata={"help": "master seed"})
     workers: int = field(default=2, metadata={"help": "worker processes"})
@@ -59,6 +62,7 @@ def paired(env: str, b: int, specs: list[str], cfg: BenchSB3Config) -> dict[str,
         envs=env,
         num_questions=b,
         group_sizes="8",
+        utilities=cfg.utility,
         episodes=cfg.episodes,
         seed=cfg.seed,
         workers=cfg.workers,
@@ -172,7 +176,7 @@ def main(cfg: BenchSB3Config) -> dict[str, Any]:
         report["throughput"] = throughput(cfg.throughput_steps)
 
     print(
-        "| setting (rlvr, G=8, informative) | allocator | uniform | bamdp | learned "
+        f"| setting (rlvr, G=8, {cfg.utility}) | allocator | uniform | bamdp | learned "
         "| bamdp gain ± CI | learned gain ± CI | learned / bamdp gain [95% CI] |"
     )
     print("|---|---|---|---|---|---|---|---|")

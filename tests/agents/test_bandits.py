@@ -391,7 +391,10 @@ def test_per_episode_priors_through_reset_options():
     # observation only; the episode still spends the budget exactly, within the caps.
     # The priors must change the decisions of every allocator that reads beliefs (same env and
     # allocator seeds, so only the priors differ); ``oracle`` plans at the true p and must not move.
-    env = gym.make(ROUNDS, num_questions=4, budget=20, max_group=8, reveal_truth=True)
+    # (informative: under snr(8) four questions and 20 rollouts leave bayes_ucb one best split)
+    env = gym.make(
+        ROUNDS, num_questions=4, budget=20, max_group=8, reveal_truth=True, utility="informative"
+    )
     options = {"prior_alpha": [0.3, 2.0, 5.0, 1.0], "prior_beta": [0.7, 2.0, 1.0, 9.0]}
 
     def episode(name, opts):
@@ -454,7 +457,9 @@ def test_single_rollout_path_equals_bundle_fill():
 def test_greedy_beats_uniform_in_the_bayes_setting():
     # True pass rates drawn from the belief prior Beta(0.5, 0.5); B = 8, G = 8, rounds of 8;
     # 100 paired episodes (same env seeds). Greedy is Bayes-myopic but should clearly win.
-    env = gym.make(ROUNDS, difficulty=(0.5, 0.5), num_questions=8, budget=64)
+    # (informative, as the claim was measured; under snr(8) greedy ties uniform here: a
+    # one-rollout lookahead on a utility that saturates in depth sees little)
+    env = gym.make(ROUNDS, difficulty=(0.5, 0.5), num_questions=8, budget=64, utility="informative")
     assert env.unwrapped.params.prior_alpha == pytest.approx(0.5)
     runs = {
         name: np.array([r["utility"] for r in run_episodes(env, name, range(100), 2024)])

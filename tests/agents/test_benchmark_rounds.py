@@ -53,7 +53,8 @@ def test_mechanism_refuses_mismatched_shapes():
 def test_episode_records_carry_the_mechanism(tmp_path):
     # Independent checks: under 'informative' the utility is the number of mixed groups, and
     # uniform's single round gives every question G = 4 rollouts.
-    res = run_benchmark(_cfg(tmp_path, allocators="uniform", episodes=20), write=False)
+    cfg = _cfg(tmp_path, allocators="uniform", episodes=20, utilities="informative")
+    res = run_benchmark(cfg, write=False)
     for e in res.episodes:
         assert e["informative_prompts"] == e["utility"]
         assert e["grad_rollouts"] == 4 * e["informative_prompts"]

@@ -176,7 +176,7 @@ def test_save_load_round_trip_identical_actions(saved, tmp_path):
 
 
 def test_compatibility_error_names_the_fields(saved):
-    with pytest.raises(ValueError, match=r"utility: trained 'informative', here 'hit'.*mode"):
+    with pytest.raises(ValueError, match=r"utility: trained 'snr\(8\)', here 'hit'.*mode"):
         agents.make_allocator(f"sb3:{saved}", gym.make(SEQ, num_questions=4, utility="hit"))
     with pytest.raises(ValueError, match="group size"):
         agents.make_allocator(f"sb3:{saved}", gym.make(ROUNDS, num_questions=4, budget=24))
