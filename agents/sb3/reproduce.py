@@ -3,9 +3,9 @@
 PPO with the equivariant policy on ``AdaRoll/BetaBernoulliRounds-v0`` (rlvr difficulty with the
 matched belief, B = 16, G = 8, rounds of R = 16, the default ``snr(8)`` utility),
 hyperparameters from ``agents/sb3/hyperparams/ppo.yml``, stopped after ``time_limit_s`` of wall
-time (10 minutes on the 2-core reference machine). The final and the best-evaluated model are compared on
-``select_episodes`` paired episodes (seeds disjoint from the benchmark's) and the better one is
-copied to ``agents/sb3/pretrained/rounds_rlvr_b16.zip``.
+time (10 minutes on the 2-core reference machine). The final and the best-evaluated model are
+compared on ``select_episodes`` paired episodes (seeds disjoint from the benchmark's) and the
+better one is copied to ``agents/sb3/pretrained/rounds_rlvr_b16.zip``.
 
     python scripts/train_pretrained.py [--time-limit-s 600] [--seed 0]
 """
