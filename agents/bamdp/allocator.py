@@ -21,11 +21,12 @@ PriorMode = Literal["tables", "interpolate"]
 
 #: up to this many distinct priors in one episode get a table each; more are interpolated
 MAX_EXACT_PRIORS = 4
-#: the table bank's first capacity: a training run's interpolation corners (per-prompt priors
-#: drift with every refit of the group priors) fill some 75 tables in its first 60 steps, and
-#: each growth copies the bank (tens of megabytes), so it starts large; rows not yet filled cost
-#: address space, not memory
-BANK_START = 128
+#: the table bank's first capacity (tables). The bank is one array, so that lookups are one
+#: gather; a growth copies it (tens of megabytes, with the first touch of the new pages), which
+#: per-prompt priors that drift with every refit of the group priors made frequent. Reserving
+#: room for 1,024 tables up front costs address space only: the pages of rows never filled are
+#: never touched, so memory holds the tables loaded (half a megabyte each), no more.
+BANK_START = 1024
 
 
 class _Tables:
