@@ -29,8 +29,8 @@ from adaroll_env.model import (
     split_round,
     utility_value,
 )
-from adaroll_env.schedules import parse_round_schedule
 from adaroll_env.priors import PROFILES, fit_beta, list_profiles, resolve_difficulty
+from adaroll_env.schedules import parse_round_schedule
 from adaroll_env.utilities import (
     expected_utility,
     list_utilities,

@@ -20,7 +20,6 @@ from adaroll_env import model
 from adaroll_env.actions import encoded_counts
 from adaroll_env.errors import check_keywords, unknown_name
 from adaroll_env.model import AllocationParams, AllocationState
-from adaroll_env.schedules import parse_round_schedule
 from adaroll_env.priors import (
     DEFAULT_PROFILE,
     DifficultySpec,
@@ -28,6 +27,7 @@ from adaroll_env.priors import (
     resolve_beliefs,
     resolve_difficulty,
 )
+from adaroll_env.schedules import parse_round_schedule
 
 RewardMode = Literal["dense", "terminal"]
 InvalidAction = Literal["raise", "redirect"]

@@ -79,7 +79,9 @@ def format_schedule(schedule: Sequence[int], sep: str = "+") -> str:
     return sep.join(str(int(r)) for r in schedule)
 
 
-def parse_round_schedule(spec: str | Sequence[int] | Sequence[float], budget: int) -> tuple[int, ...]:
+def parse_round_schedule(
+    spec: str | Sequence[int] | Sequence[float], budget: int
+) -> tuple[int, ...]:
     """A rounds schedule from a user's spec, for the ``budget`` the rounds hand out (N minus the
     pilot's rollouts).
 

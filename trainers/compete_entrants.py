@@ -17,7 +17,8 @@ budget or the optimiser, which every entrant shares). ``load_entrants(path)`` re
       round_schedule: 384,128     # or [384, 128], or 0.75,0.25
 
 An entrant's own round setting (``rounds``, ``round_size`` or ``round_schedule``) replaces the
-shared ones. ``--allocators a,b`` is the short form: one entrant per spec, named by it, with no overrides.
+shared ones. ``--allocators a,b`` is the short form: one entrant per spec, named by it, with no
+overrides.
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ For each training run (a run directory of ``adaroll grpo``, or every finished ru
 - **belief**: the prior the run's allocator saw live — ``fixed``: Beta(prior_alpha, prior_beta);
   ``fitted``: the run's fitted prior, per group when grouped. Per-prompt history is ignored (live,
   a revisited prompt's prior also carried its own discounted evidence);
-- **allocation**: the run's allocator with its ``allocator_kwargs`` and utility, its budget N,
-  round size (``round_schedule``, else ``round_size``, else ceil(N / ``rounds``), else B for an adaptive allocator and N
-  for an outcome-blind one, as the trainer does), pilot and cap; an adaptive allocator sees
-  ``pool_size`` candidate prompts when the run set one (outcome-blind ones keep B).
+- **allocation**: the run's allocator with its ``allocator_kwargs`` and utility, its budget N, round
+  size (``round_schedule``, else ``round_size``, else ceil(N / ``rounds``), else B for an adaptive
+  allocator and N for an outcome-blind one, as the trainer does), pilot and cap; an adaptive
+  allocator sees ``pool_size`` candidate prompts when the run set one (outcome-blind ones keep B).
 
 It then compares, per run and per entrant (mean over seeds), the simulated figures per step with
 the live ones of ``metrics.jsonl`` over the run's last steps — by default the steps that the

@@ -3,14 +3,14 @@
 ``agents`` never imports ``trainers``, so the files a training run writes are read here as plain
 JSON, by their documented keys, with the defaults of fields older runs lack:
 
-- a **run directory** holds ``config.json`` (the run's ``GRPOConfig``: allocator,
-  allocator_kwargs, utility, batch_size B, group_size G, budget N (default G·B), round_size,
-  rounds, round_schedule, pool_size, pilot, max_group, belief_prior, prior_alpha, prior_beta, belief_group,
-  belief_decay), ``metrics.jsonl`` (one step report per line) and, once the run has finished,
-  ``beliefs.json`` (the belief store: ``ids``, ``rates``, ``rollouts`` (discounted counts),
-  ``successes``/``failures`` (discounted), ``groups``, ``fitted_prior``, ``group_priors``,
-  ``fixed_prior``, ``decay``; runs written before the store gained counts and groups hold only
-  ``ids``, ``rates``, ``rollouts`` and ``fitted_prior``: their successes are rates × rollouts);
+- a **run directory** holds ``config.json`` (the run's ``GRPOConfig``: allocator, allocator_kwargs,
+  utility, batch_size B, group_size G, budget N (default G·B), round_size, rounds, round_schedule,
+  pool_size, pilot, max_group, belief_prior, prior_alpha, prior_beta, belief_group, belief_decay),
+  ``metrics.jsonl`` (one step report per line) and, once the run has finished, ``beliefs.json`` (the
+  belief store: ``ids``, ``rates``, ``rollouts`` (discounted counts), ``successes``/``failures``
+  (discounted), ``groups``, ``fitted_prior``, ``group_priors``, ``fixed_prior``, ``decay``; runs
+  written before the store gained counts and groups hold only ``ids``, ``rates``, ``rollouts`` and
+  ``fitted_prior``: their successes are rates × rollouts);
 - a **competition directory** holds ``config.json`` and ``runs/<entrant>/seed<k>/``, each a run
   directory.
 """

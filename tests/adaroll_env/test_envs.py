@@ -569,7 +569,7 @@ def test_rounds_env_takes_a_round_schedule(schedule):
 
 
 def test_round_schedule_errors_in_the_envs():
-    with pytest.raises(ValueError, match="hands out 13 rollouts.*14"):
+    with pytest.raises(ValueError, match=r"hands out 13 rollouts.*14"):
         gym.make(ROUNDS, num_questions=4, budget=18, pilot=1, round_schedule="10,3")
     with pytest.raises(ValueError, match="mode is 'sequential'"):
         gym.make(SEQ, num_questions=4, budget=18, round_schedule=(10, 8))

@@ -245,7 +245,7 @@ def test_entrants_take_a_round_schedule(tiny_model_dir: Path, tmp_path: Path) ->
     r = GRPOTrainer(dataclasses.replace(one, task_size=200)).train_step()
     assert r.rounds == 2 and r.rollouts == 16
     bad = [{"name": "x", "allocator": "bamdp", "round_schedule": "12,5"}]
-    with pytest.raises(ValueError, match="entrant 'x': .*hands out 17 rollouts"):
+    with pytest.raises(ValueError, match=r"entrant 'x': .*hands out 17 rollouts"):
         CompeteConfig(entrants=write_entrants(tmp_path / "bad.json", bad),
                       grpo=tiny_grpo(tiny_model_dir))  # fmt: skip
 

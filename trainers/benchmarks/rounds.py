@@ -5,10 +5,10 @@ What ``scripts/bench_rounds.py`` runs.
 A round costs one generation call (on a GPU with long completions, the latency of the longest
 completion of the round), so an adaptive allocator's gain in gradient-carrying rollouts has a
 wall-clock price. This benchmark builds one ``GRPOTrainer`` per setting — ``uniform`` (one round)
-and the adaptive allocator with each number of equal rounds (or rounds schedule) in ``rounds`` — from the same
-weights, task and seed, and times them in alternating slices in one process (so machine noise
-falls on all alike), after ``warmup_steps`` untimed steps each. Per setting it reports seconds
-per step and its parts (generation, update, allocation), the allocation's share of the step,
+and the adaptive allocator with each number of equal rounds (or rounds schedule) in ``rounds`` —
+from the same weights, task and seed, and times them in alternating slices in one process (so
+machine noise falls on all alike), after ``warmup_steps`` untimed steps each. Per setting it reports
+seconds per step and its parts (generation, update, allocation), the allocation's share of the step,
 rollouts with gradient and distinct informative prompts per step, and the step time relative to
 ``uniform``. Every trainer trains as it goes (its own copy of the weights), so later slices see
 later policies; the slices interleave, so all settings see policies of the same age.
@@ -130,7 +130,11 @@ class RoundsBenchConfig:
             )
         }
         for r in self.round_list():
-            name = f"{self.grpo.allocator} {r}" if isinstance(r, str) else f"{self.grpo.allocator} ×{r}"
+            name = (
+                f"{self.grpo.allocator} {r}"
+                if isinstance(r, str)
+                else f"{self.grpo.allocator} ×{r}"
+            )
             out[name] = self._config(r)
         return out
 
