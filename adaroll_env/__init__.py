@@ -30,6 +30,7 @@ from adaroll_env.model import (
     utility_value,
 )
 from adaroll_env.priors import PROFILES, fit_beta, list_profiles, resolve_difficulty
+from adaroll_env.schedules import parse_round_schedule
 from adaroll_env.utilities import (
     expected_utility,
     list_utilities,
@@ -77,6 +78,7 @@ __all__ = [
     "list_utilities",
     "list_utility_families",
     "observe",
+    "parse_round_schedule",
     "predictive",
     "register_utility",
     "register_utility_family",

@@ -27,6 +27,7 @@ from adaroll_env.priors import (
     resolve_beliefs,
     resolve_difficulty,
 )
+from adaroll_env.schedules import parse_round_schedule
 
 RewardMode = Literal["dense", "terminal"]
 InvalidAction = Literal["raise", "redirect"]
@@ -48,6 +49,7 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         pilot: int = 0,
         max_group: int | None = None,
         round_size: int = 1,
+        round_schedule: str | tuple[int, ...] = (),
         utility: str = "snr(8)",
         difficulty: DifficultySpec = DEFAULT_PROFILE,
         belief: str | tuple[float, float] = "matched",
@@ -58,6 +60,9 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
     ) -> None:
         self.difficulty = resolve_difficulty(difficulty)
         a, b = resolve_beliefs(self.difficulty, belief, prior_alpha, prior_beta)
+        if isinstance(round_schedule, str):  # a spec: counts summing to N − pilot·B, or fractions
+            N = 8 * num_questions if budget is None else budget
+            round_schedule = parse_round_schedule(round_schedule, N - pilot * num_questions)
         self.params = AllocationParams(
             num_questions=num_questions,
             budget=budget,
@@ -68,6 +73,7 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
             mode=self._mode,
             round_size=round_size,
             utility=utility,
+            round_schedule=tuple(round_schedule),
         )
         if reward_mode not in ("dense", "terminal"):
             raise ValueError(f"reward_mode must be 'dense' or 'terminal', got {reward_mode!r}")
@@ -414,7 +420,9 @@ class BetaBernoulliRoundsEnv(_SimulatedAllocationEnv):
     As ``AdaRoll/BetaBernoulli-v0`` (one episode = one GRPO step; hidden pass rates, Beta
     beliefs, a budget of N rollouts, training utility as return), except that each step hands
     out a whole round of ``round_size`` rollouts (default R = B; the last round is what is left),
-    as a real trainer generates them. Outcomes of a round are Binomial(counts_i, p_i).
+    as a real trainer generates them, or with ``round_schedule`` unequal rounds (round k after
+    the pilot hands out ``round_schedule[k]``, the last entry repeating, capped by the budget
+    left). Outcomes of a round are Binomial(counts_i, p_i).
 
     ## Action Space
 
@@ -441,12 +449,16 @@ class BetaBernoulliRoundsEnv(_SimulatedAllocationEnv):
 
     ## Episode End
 
-    Terminated when the budget is spent (after ⌈(N − pilot·B) / R⌉ steps). Never truncated.
+    Terminated when the budget is spent (after ⌈(N − pilot·B) / R⌉ steps, or the schedule's
+    rounds). Never truncated.
 
     ## Arguments
 
     Those of ``AdaRoll/BetaBernoulli-v0`` except ``invalid_action`` (decoding never breaks a
-    cap), plus ``round_size`` (default B).
+    cap), plus ``round_size`` (default B) and ``round_schedule``: a spec such as ``"384,128"``
+    (rollout counts summing to N − pilot·B) or ``"0.75,0.25"`` (fractions summing to 1), read by
+    ``adaroll_env.parse_round_schedule``, or a tuple of round sizes (the last repeating, as
+    ``AllocationParams.round_schedule``); it excludes ``round_size``.
 
     >>> import gymnasium as gym, adaroll_env
     >>> env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=4, budget=16)
@@ -454,6 +466,12 @@ class BetaBernoulliRoundsEnv(_SimulatedAllocationEnv):
     >>> obs, reward, terminated, truncated, info = env.step(adaroll_env.encode_counts([4, 0, 0, 0]))
     >>> info["allocation"].tolist()
     [4, 0, 0, 0]
+
+    >>> env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=4, budget=16,
+    ...                round_schedule="12,4")
+    >>> obs, info = env.reset(seed=0)
+    >>> env.unwrapped.params.round_schedule
+    (12, 4)
 
     ## Version History
 
@@ -465,7 +483,9 @@ class BetaBernoulliRoundsEnv(_SimulatedAllocationEnv):
     def __init__(self, *, round_size: int | None = None, **kwargs: Any) -> None:
         check_keywords("AdaRoll/BetaBernoulliRounds-v0", kwargs, _arguments())
         B = kwargs.get("num_questions", 16)
-        super().__init__(round_size=B if round_size is None else round_size, **kwargs)
+        if round_size is None:  # R = B, or the schedule's first round
+            round_size = 1 if kwargs.get("round_schedule") else B
+        super().__init__(round_size=round_size, **kwargs)
         self.action_space = spaces.Box(-1.0, 1.0, (self.params.num_questions,), dtype=np.float32)
 
     def step(

@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 from adaroll_env.actions import encode_counts as encode_counts  # re-exported
 from adaroll_env.actions import split_round as split_round
 from adaroll_env.errors import check_int
+from adaroll_env.schedules import normalise_schedule, parse_round_schedule, schedule_round_size
 from adaroll_env.utilities import get_utility
 
 Mode = Literal["sequential", "rounds"]
@@ -88,8 +89,14 @@ class AllocationParams:
         pilot: rollouts every question gets before the first decision.
         max_group: cap on the rollouts of one question (None: no cap).
         mode: ``"sequential"`` (one rollout per decision) or ``"rounds"`` (R per decision).
-        round_size: R, rollouts handed out per decision (1 in sequential mode).
+        round_size: R, rollouts handed out per decision (1 in sequential mode); with a
+            ``round_schedule``, its first entry.
         utility: registered utility name or ``"package.module:function"`` path.
+        round_schedule: unequal rounds (rounds mode only): round k after the pilot hands out
+            ``round_schedule[k]``, the last entry repeating, each capped by the budget left;
+            empty (the default) for equal rounds of ``round_size``. Normalised: trailing
+            repeats dropped, and a one-entry schedule becomes ``round_size`` (so a non-empty
+            schedule always has unequal rounds). ``parse_round_schedule`` reads a user's spec.
     """
 
     num_questions: int = 16
@@ -101,6 +108,7 @@ class AllocationParams:
     mode: Mode = "sequential"
     round_size: int = 1
     utility: str = "informative"
+    round_schedule: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         B = check_int("num_questions", self.num_questions, 1)
@@ -115,6 +123,21 @@ class AllocationParams:
                 f"round_size is {R} but mode is 'sequential', which hands out one rollout per "
                 "decision: use mode='rounds' or round_size=1"
             )
+        schedule = normalise_schedule(self.round_schedule)
+        if schedule and self.mode != "rounds":
+            raise ValueError(
+                f"round_schedule {schedule} is set but mode is {self.mode!r}, which hands out one "
+                "rollout per decision: use mode='rounds' (the rounds env) or drop round_schedule"
+            )
+        if schedule and R not in (1, schedule[0]):
+            raise ValueError(
+                f"round_size ({R}) and round_schedule {schedule} are both set: give one (the "
+                "schedule's first entry is the first round's size)"
+            )
+        if len(schedule) == 1:
+            R, schedule = schedule[0], ()
+        elif schedule:
+            R = schedule[0]
         if budget <= pilot * B:
             raise ValueError(
                 f"budget ({budget}) must exceed pilot·B ({pilot}·{B} = {pilot * B}) so that at "
@@ -131,6 +154,7 @@ class AllocationParams:
         object.__setattr__(self, "pilot", pilot)
         object.__setattr__(self, "max_group", cap)
         object.__setattr__(self, "round_size", R)
+        object.__setattr__(self, "round_schedule", schedule)
         object.__setattr__(
             self, "prior_alpha", _normalise_prior("prior_alpha", self.prior_alpha, B)
         )
@@ -165,6 +189,11 @@ class AllocationParams:
         return self._cap  # type: ignore[attr-defined,no-any-return]
 
     @property
+    def unit_rounds(self) -> bool:
+        """True when every decision hands out one rollout (R = 1, no round schedule)."""
+        return self.round_size == 1 and not self.round_schedule
+
+    @property
     def group_size(self) -> float:
         """G = N / B, the uniform group size of the same budget."""
         return self.total_budget / self.num_questions
@@ -174,8 +203,13 @@ class AllocationParams:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-serialisable fields (tuples become lists)."""
+        """Plain JSON-serialisable fields (tuples become lists; ``round_schedule`` only when
+        set)."""
         out = dataclasses.asdict(self)
+        if self.round_schedule:
+            out["round_schedule"] = list(self.round_schedule)
+        else:  # equal rounds: the dict of params saved before schedules existed
+            del out["round_schedule"]
         for key in ("prior_alpha", "prior_beta"):
             if isinstance(out[key], tuple):
                 out[key] = list(out[key])
@@ -286,9 +320,63 @@ def step_round_size(
     return int(batch) if adaptive else int(budget)
 
 
+def step_round_plan(
+    budget: int,
+    batch: int,
+    *,
+    adaptive: bool,
+    round_size: int | None = None,
+    rounds: int | None = None,
+    round_schedule: str | tuple[int, ...] | None = None,
+    pilot_rollouts: int = 0,
+) -> tuple[int, tuple[int, ...]]:
+    """``(R, schedule)`` of one training step, the rule the trainer and the simulator share:
+    with ``round_schedule`` (a spec for ``parse_round_schedule``, resolved against the rollouts
+    after the pilot, ``budget − pilot_rollouts``) an adaptive allocator gets that schedule and
+    an outcome-blind one the whole budget in one round; otherwise ``step_round_size`` and no
+    schedule. Give at most one of ``round_size``, ``rounds``, ``round_schedule``.
+
+    >>> step_round_plan(512, 64, adaptive=True, round_schedule="384,128")
+    (384, (384, 128))
+    >>> step_round_plan(512, 64, adaptive=False, round_schedule="384,128")
+    (512, ())
+    """
+    if round_schedule is None:
+        R = step_round_size(budget, batch, adaptive=adaptive, round_size=round_size, rounds=rounds)
+        return R, ()
+    if round_size is not None or rounds is not None:
+        raise ValueError(
+            f"round_schedule ({round_schedule!r}) is set beside round_size ({round_size}) or "
+            f"rounds ({rounds}): give one of the three"
+        )
+    if not adaptive:
+        return int(budget), ()
+    schedule = parse_round_schedule(round_schedule, int(budget) - int(pilot_rollouts))
+    return schedule[0], schedule if len(schedule) > 1 else ()
+
+
+def round_size_at(params: AllocationParams, spent: int) -> int:
+    """Rollouts the decision taken with ``spent`` rollouts spent hands out: min(R, budget left)
+    for equal rounds; with a ``round_schedule``, ``schedule[k]`` for the k-th round after the
+    pilot (the last entry repeating), capped by the budget left.
+
+    In rounds mode every decision hands out exactly this many rollouts (the allocation
+    contract), so the rollouts spent tell which round comes next: the round counter is Σ n,
+    and the observation (``budget_left``) carries it to every allocator.
+    """
+    left = params.total_budget - int(spent)
+    if not params.round_schedule:
+        return min(params.round_size, left)
+    done = int(spent) - params.pilot * params.num_questions
+    return min(schedule_round_size(params.round_schedule, done), left)
+
+
 def next_round_size(params: AllocationParams, state: AllocationState) -> int:
-    """Rollouts the next decision hands out: min(R, budget left)."""
-    return min(params.round_size, budget_left(params, state))
+    """Rollouts the next decision hands out: min(R, budget left), or the schedule's next round
+    (``round_size_at``)."""
+    if not params.round_schedule:
+        return min(params.round_size, budget_left(params, state))
+    return round_size_at(params, state.spent)
 
 
 def capacity(params: AllocationParams, state: AllocationState) -> NDArray[np.int64]:

@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from adaroll_env.model import AllocationParams, encode_counts, posterior_mean
+from adaroll_env.model import AllocationParams, encode_counts, posterior_mean, round_size_at
 from agents.contract import check_allocation
 
 Obs = dict[str, NDArray[Any]]
@@ -64,6 +64,8 @@ class Beliefs:
     failures: NDArray[np.int64]
     rollouts: NDArray[np.int64]
     budget_left: int
+    #: rollouts this decision hands out (``adaroll_env.model.round_size_at``: min(R, budget
+    #: left), or the round schedule's next round)
     round_size: int
     capacity: NDArray[np.int64]
 
@@ -100,7 +102,7 @@ def read_beliefs(params: AllocationParams, obs: Obs) -> Beliefs:
         failures=n - s,
         rollouts=n,
         budget_left=left,
-        round_size=min(params.round_size, left),
+        round_size=round_size_at(params, params.total_budget - left),
         capacity=params.cap - n,
     )
 

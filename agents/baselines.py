@@ -36,7 +36,7 @@ class UniformAllocator(BaseAllocator):
 
     def allocate(self, obs: Obs) -> NDArray[np.int64]:
         """Rollouts toward the even split, by deficit."""
-        if self.params.round_size == 1:  # one rollout: the largest deficit (the same rule)
+        if self.params.unit_rounds:  # one rollout: the largest deficit (the same rule)
             n = np.rint(obs["rollouts"]).astype(np.int64)
             if n.size != self._target.size:
                 self.beliefs(obs)  # raises the shape error that names the fix

@@ -38,7 +38,8 @@ def check_allocation(
     Args:
         name: the allocator, as the user knows it (spec or class), named in the error.
         counts: the decision, one count per question.
-        round_size: the rollouts this decision must hand out, min(R, budget left).
+        round_size: the rollouts this decision must hand out, min(R, budget left) (with a round
+            schedule, its next round: ``adaroll_env.model.next_round_size``).
         spent: rollouts each question already has, shape [B].
         caps: the most rollouts a question may end with (one int for all, or shape [B]).
 

@@ -31,6 +31,7 @@ import numpy as np
 from adaroll_env.errors import unknown_name
 from trainers import stopping
 from trainers.compete_entrants import (
+    ROUND_SETTINGS,
     Entrant,
     check_unique,
     entrants_from_allocators,
@@ -82,6 +83,7 @@ class CompeteConfig:
             "group_size",
             "round_size",
             "rounds",
+            "round_schedule",
             "pool_size",
             "pilot",
             "max_group",
@@ -238,9 +240,11 @@ class CompeteConfig:
         threads = self.grpo.threads
         if threads is None and self.workers > 1:
             threads = 1
+        # an entrant's own round setting replaces the shared ones (they exclude each other)
+        rounds = {k: None for k in ROUND_SETTINGS} if set(ROUND_SETTINGS) & set(e.settings) else {}
         return dataclasses.replace(
             self.grpo,
-            **e.settings,
+            **{**rounds, **e.settings},
             allocator=e.allocator,
             allocator_kwargs=json.dumps(e.allocator_kwargs) if e.allocator_kwargs else None,
             seed=seed,

@@ -12,8 +12,13 @@ budget or the optimiser, which every entrant shares). ``load_entrants(path)`` re
       allocator: bamdp
       utility: snr(8)
       belief_prior: fitted
+    - name: bamdp-384+128
+      allocator: bamdp
+      round_schedule: 384,128     # or [384, 128], or 0.75,0.25
 
-``--allocators a,b`` is the short form: one entrant per spec, named by it, with no overrides.
+An entrant's own round setting (``rounds``, ``round_size`` or ``round_schedule``) replaces the
+shared ones. ``--allocators a,b`` is the short form: one entrant per spec, named by it, with no
+overrides.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ ENTRANT_SETTINGS: tuple[str, ...] = (
     "prior_beta",
     "rounds",
     "round_size",
+    "round_schedule",
     "pool_size",
     "pilot",
     "max_group",
@@ -43,6 +49,8 @@ ENTRANT_SETTINGS: tuple[str, ...] = (
 ENTRANT_KEYS: tuple[str, ...] = ("name", "allocator", "allocator_kwargs", *ENTRANT_SETTINGS)
 #: the ``GRPOConfig`` fields of ``ENTRANT_SETTINGS`` that hold floats (an integer is widened)
 _FLOAT_SETTINGS = frozenset({"belief_decay", "prior_alpha", "prior_beta"})
+#: the settings that size a step's rounds: an entrant's own one replaces the shared ones
+ROUND_SETTINGS: tuple[str, ...] = ("rounds", "round_size", "round_schedule")
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,14 @@ def _entrant(index: int, item: Any) -> Entrant:
     for k in _FLOAT_SETTINGS & set(settings):
         if isinstance(settings[k], int) and not isinstance(settings[k], bool):
             settings[k] = float(settings[k])
+    schedule = settings.get("round_schedule")
+    if isinstance(schedule, list):  # [384, 128] in YAML/JSON: the spec "384,128"
+        settings["round_schedule"] = ",".join(str(x) for x in schedule)
+    elif schedule is not None and not isinstance(schedule, str):
+        raise ValueError(
+            f"{where}: round_schedule must be a spec such as '384,128' or '0.75,0.25', or a "
+            f"list of round sizes, got {schedule!r}"
+        )
     return Entrant(name.strip(), spec.strip(), dict(kwargs), settings)
 
 

@@ -101,6 +101,15 @@ class GRPOConfig:
             "alternative to round_size: each round costs one generation latency"
         ),
     )
+    round_schedule: str | None = field(
+        default=None,
+        metadata=field_help(
+            "unequal rounds: how the budget after the pilot splits across the rounds, as "
+            "rollout counts summing to it ('384,128' at N = 512) or fractions summing to 1 "
+            "('0.75,0.25'); excludes rounds and round_size; outcome-blind allocators such as "
+            "uniform keep one round"
+        ),
+    )
     pool_size: int | None = field(
         default=None,
         metadata=field_help(
@@ -322,6 +331,28 @@ class GRPOConfig:
         if self.allocator_kwargs is not None:
             allocator_kwargs(self.allocator, self.allocator_kwargs)
 
+    def _check_round_schedule(self, budget: int) -> None:
+        """``round_schedule``: alone (not beside rounds or round_size), a valid spec for the
+        rollouts after the pilot (``adaroll_env.parse_round_schedule``)."""
+        from adaroll_env.schedules import parse_round_schedule
+
+        if not isinstance(self.round_schedule, str):
+            raise TypeError(
+                f"round_schedule must be a string such as '384,128' or '0.75,0.25', got "
+                f"{self.round_schedule!r}"
+            )
+        for name in ("rounds", "round_size"):
+            if getattr(self, name) is not None:
+                raise ValueError(
+                    f"round_schedule ({self.round_schedule!r}) and {name} ({getattr(self, name)}) "
+                    f"are both set: give one (the schedule sets every round's size)"
+                )
+        prompts = self.pool_size if self.pool_size is not None else self.batch_size
+        try:
+            parse_round_schedule(self.round_schedule, budget - self.pilot * prompts)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"round_schedule: {exc}") from None
+
     def _check_allocation_settings(self, budget: int) -> None:
         """Cross-field checks of the budget and the version-3 settings: pilot and caps against
         the budget, rounds, pools, belief groups."""
@@ -341,6 +372,8 @@ class GRPOConfig:
                 f"rounds ({self.rounds}) and round_size ({self.round_size}) both set: give one "
                 "(rounds sets round_size to ceil(budget / rounds))"
             )
+        if self.round_schedule is not None:
+            self._check_round_schedule(budget)
         if self.rounds is not None and self.rounds > budget:
             raise ValueError(
                 f"rounds ({self.rounds}) exceeds the budget ({budget}): a round hands out at "

@@ -103,6 +103,7 @@ class GRPOTrainingEnv(gym.Env[dict[str, NDArray[np.float32]], NDArray[np.float32
             mode="rounds",
             round_size=t.local_round,
             utility=t.utility,
+            round_schedule=t.local_schedule,
         )
         self.params = template
         self.observation_space = am.observation_space(template)  # type: ignore[assignment]

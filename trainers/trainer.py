@@ -6,7 +6,8 @@ The step API is shared by the trainer's own loop (``train_step``) and the live e
 * ``begin_step()`` draws the next batch of prompts, gives each its Beta prior from the belief
   store, runs the pilot and returns the observation (``adaroll_env.model.observe``);
 * ``run_round(counts)`` generates ``counts[i]`` completions of prompt ``i`` — ``counts`` sums
-  to the round's size, ``min(trainer.round_size, trainer.budget_left)`` — verifies them,
+  to the round's size, ``trainer.next_round_size`` (``min(round_size, budget_left)``, or the
+  next round of ``round_schedule``) — verifies them,
   updates the allocation state and returns the round's outcomes;
 * ``finish_step()`` — once the budget is spent — computes ragged-group advantages, makes one
   GRPO update, updates the belief store and returns the step's ``StepReport``.
@@ -168,14 +169,24 @@ class GRPOTrainer:
                     f"({self.world})"
                 )
             self.local_pool = cfg.pool_size // self.world
-        R = am.step_round_size(
+        R, schedule = am.step_round_plan(
             cfg.rollout_budget,
             cfg.batch_size,
             adaptive=adaptive,
             round_size=cfg.round_size,
             rounds=cfg.rounds,
+            round_schedule=cfg.round_schedule,
+            pilot_rollouts=cfg.pilot * self.local_pool * self.world,
         )
+        if any(r % self.world for r in schedule):
+            raise ValueError(
+                f"round_schedule {cfg.round_schedule!r} has rounds {list(schedule)} that do not "
+                f"divide among {self.world} processes: give round sizes that are multiples of "
+                f"{self.world} (each rank hands out its share of every round)"
+            )
         self.local_round = max(1, R // self.world)  # each rank hands out its share of a round
+        #: this rank's share of each round of the schedule (empty: equal rounds of local_round)
+        self.local_schedule = tuple(r // self.world for r in schedule)
 
     def _setup_model(self, model: Any, tokenizer: Any) -> None:
         """Policy (dropout off), frozen reference copy when ``beta > 0``, optimizer, DDP."""
@@ -318,8 +329,17 @@ class GRPOTrainer:
     @property
     def round_size(self) -> int:
         """Rollouts this rank hands out per round (the last round may be smaller: the budget
-        left); what ``run_round``'s counts sum to is ``min(round_size, budget_left)``."""
+        left); what ``run_round``'s counts sum to is ``min(round_size, budget_left)``. With a
+        round schedule, the first round's size: the next round's is ``next_round_size``."""
         return self.local_round
+
+    @property
+    def next_round_size(self) -> int:
+        """What the next ``run_round``'s counts must sum to (0 outside a step): the schedule's
+        next round or min(round_size, budget_left) (``adaroll_env.model.next_round_size``)."""
+        if self.params is None or self.state is None or not self.in_step:
+            return 0
+        return am.next_round_size(self.params, self.state)
 
     @property
     def in_step(self) -> bool:
@@ -359,6 +379,7 @@ class GRPOTrainer:
             mode="rounds",
             round_size=self.local_round,
             utility=self.utility,
+            round_schedule=self.local_schedule,
         )
         self.state = am.initial_state(self.params)
         self._rollouts = Rollouts(len(self.examples))

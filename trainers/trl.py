@@ -170,6 +170,10 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
     - ``round_size``: rollouts handed out per round, all processes together (default: one per
       prompt of the generation batch for allocators that react to outcomes, rounded up to a
       multiple of the processes; the whole budget in one round for those that do not).
+    - ``round_schedule``: unequal rounds instead of ``round_size`` (a spec such as ``"384,128"``
+      or ``"0.75,0.25"`` for the completions after the pilot, all processes together:
+      ``adaroll_env.parse_round_schedule``); each round a multiple of the processes;
+      outcome-blind allocators keep one round.
     - ``pilot``: rollouts every prompt gets before the allocator's first decision.
     - ``max_group``: cap on one prompt's rollouts per generation batch (default: none).
     - ``belief_decay``: per-optimizer-step forgetting of a prompt's past outcomes, in (0, 1].
@@ -190,6 +194,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         allocator_kwargs: dict[str, Any] | None = None,
         utility: str = "snr(8)",
         round_size: int | None = None,
+        round_schedule: str | None = None,
         pilot: int = 0,
         max_group: int | None = None,
         belief_decay: float = 0.95,
@@ -200,6 +205,12 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
     ) -> None:
         self._pending: _Pending | None = None
         self._round_n: int | None = None
+        self._schedule: tuple[int, ...] = ()  # global rollouts of each round (empty: equal)
+        if round_schedule is not None and round_size is not None:
+            raise ValueError(
+                f"round_schedule ({round_schedule!r}) and round_size ({round_size}) are both "
+                "set: give one (the schedule sets every round's size)"
+            )
         round_size, pilot, max_group = check_allocation_arguments(
             allocator, allocator_kwargs, round_size, pilot, max_group, kwargs
         )
@@ -220,6 +231,8 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         self.max_group = max_group
         self.round_size = round_size
         self._build_allocator(allocator, allocator_kwargs, round_size)
+        if round_schedule is not None:
+            self._set_schedule(round_schedule)
 
     def _check_trl_settings(self, pilot: int, round_size: int | None) -> None:
         """After TRL's constructor: refuse its per-row features and set the budget."""
@@ -275,6 +288,29 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                 round_size = batch  # outcome-blind: the same split in one round
         self.rounds_size = min(round_size, batch)  # global rollouts per round
 
+    def _set_schedule(self, spec: str) -> None:
+        """Resolve ``round_schedule`` for an adaptive allocator (outcome-blind ones keep their
+        one round), each round a multiple of the processes."""
+        if not getattr(self.allocator, "adaptive", True):
+            return
+        world = int(self.accelerator.num_processes)
+        R, schedule = am.step_round_plan(
+            self.num_prompts * self.group_budget,
+            self.num_prompts,
+            adaptive=True,
+            round_schedule=spec,
+            pilot_rollouts=self.num_prompts * self.pilot,
+        )
+        if world > 1 and any(r % world for r in (schedule or (R,))):
+            raise ValueError(
+                f"round_schedule {spec!r} has rounds {list(schedule or (R,))} that are not "
+                f"multiples of the number of processes ({world}): each round's rollouts are "
+                "split evenly over them"
+            )
+        self._schedule = schedule
+        self.rounds_size = R
+        self._params(self.num_prompts, R)  # validated now, not mid-run
+
     # --- the allocation -----------------------------------------------------------------------
     def _params(
         self, num_prompts: int, round_size: int, prior: tuple[Any, Any] = (1.0, 1.0)
@@ -290,6 +326,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                 mode="rounds",
                 round_size=round_size,
                 utility=self.utility,
+                round_schedule=self._schedule,
             )
         except ValueError as exc:
             raise ValueError(

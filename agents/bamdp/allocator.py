@@ -85,6 +85,11 @@ class BAMDPAllocator(BaseAllocator):
     (``agents.bamdp.exact``; again for per-episode priors, cached) and plays the optimal action:
     provably Bayes-optimal there. ``exact=False`` always plays the index policy.
 
+    **Rounds schedules.** Both policies follow ``params.round_schedule`` (unequal rounds): each
+    decision hands out ``beliefs.round_size``, the schedule's next round; the exact solver's
+    levels are the schedule's boundaries (``adaroll_env.model.round_size_at``), so where the
+    instance is small enough the exact policy is Bayes-optimal for the schedule too.
+
     **Priors from history.** Per-question priors come from the observation (alpha − successes);
     when they are the params' priors the params' own tables serve. Otherwise
     ``prior_mode="interpolate"`` (default) interpolates indices bilinearly in (log α, log β)
@@ -147,7 +152,7 @@ class BAMDPAllocator(BaseAllocator):
     def exact_limit(self, params: AllocationParams) -> int:
         """The state count under which the exact policy is used (rounds cost more per state:
         a state has many more decisions)."""
-        return self.max_states if params.round_size == 1 else self.max_round_states
+        return self.max_states if params.unit_rounds else self.max_round_states
 
     def _solution(self, params: AllocationParams) -> ExactSolution:
         sol = self._solutions.get(params)
@@ -267,7 +272,7 @@ class BAMDPAllocator(BaseAllocator):
             action = self._exact_action(self.beliefs(obs))
             if action is not None:
                 return action
-        if self.params.round_size == 1:
+        if self.params.unit_rounds:
             counts = np.zeros(self.params.num_questions, dtype=np.int64)
             counts[self._next_question(obs)] = 1
             return counts
@@ -284,7 +289,7 @@ class BAMDPAllocator(BaseAllocator):
 
     def act(self, obs: Obs) -> int | NDArray[np.float32]:
         """As ``BaseAllocator.act``, without building counts in sequential mode."""
-        if self.params.round_size == 1 and not self._use_exact:
+        if self.params.unit_rounds and not self._use_exact:
             return self._next_question(obs)
         return super().act(obs)
 

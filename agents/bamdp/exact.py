@@ -2,7 +2,9 @@
 
 The BAMDP of DESIGN §2: question i holds the belief Beta(a_i + s_i, b_i + f_i); a decision hands
 out one rollout (``mode="sequential"``) or a round of r = min(R, budget left) rollouts split as
-any integer counts vector under the caps (``mode="rounds"``); outcomes follow the posterior
+any integer counts vector under the caps (``mode="rounds"``; with a ``round_schedule``, r is the
+schedule's next round, ``adaroll_env.model.round_size_at``: the solver supports unequal rounds,
+its levels being the schedule's boundaries); outcomes follow the posterior
 predictive (a round's outcome is the product over questions of Beta-binomial(c_i, a_i + s_i,
 b_i + f_i)); the value is E[Σ_i u(s_i, f_i)] at the end, pilot outcomes included. Bellman
 (1957) backward induction on the belief state, as in Duff's BAMDP formulation (2002):
@@ -20,7 +22,7 @@ the same count are enumerated as multisets with multinomial weights.
 
 **Levels.** Every state with pilot ≤ n_i ≤ cap whose rollouts add up to a decision level is
 reachable (all outcomes have positive probability), so the solver works level by level over
-Σ n — sequential: pilot·B, …, N; rounds: pilot·B, pilot·B + R, …, N — from the terminal level
+Σ n — sequential: pilot·B, …, N; rounds: pilot·B, pilot·B + r_0, …, N — from the terminal level
 down, without recursion. ``estimate_states`` (``agents.bamdp.states``, re-exported here)
 counts exactly those states with a generating function, without solving.
 
@@ -49,7 +51,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from adaroll_env.model import AllocationParams, posterior_mean, prior_arrays
+from adaroll_env.model import AllocationParams, posterior_mean, prior_arrays, round_size_at
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 from agents.bamdp.states import decision_levels, estimate_states, prior_groups
 
@@ -400,7 +402,7 @@ class _Solver:
             values[key] = total
         sequential = params.mode == "sequential"
         for t in reversed(levels[:-1]):
-            r = min(params.round_size, L.N - t)
+            r = round_size_at(params, t)
             for key in L.level_states(t):
                 qs = self.q_sequential(key) if sequential else self.q_rounds(key, r)
                 best = max(q for _, q in qs)
@@ -485,7 +487,7 @@ class ExactSolution:
             qs = solver.q_sequential(key)
         else:
             n = int(np.sum(successes) + np.sum(failures))
-            r = min(self.params.round_size, self.params.total_budget - n)
+            r = round_size_at(self.params, n)
             qs = solver.q_rounds(key, r)
         return {self._unfold(a, order): q for a, q in qs}
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from adaroll_env.model import AllocationParams, prior_arrays
+from adaroll_env.model import AllocationParams, prior_arrays, round_size_at
 
 __all__ = ["decision_levels", "estimate_states", "prior_groups"]
 
@@ -37,7 +37,7 @@ def decision_levels(params: AllocationParams) -> list[int]:
     t = start
     while t < N:
         out.append(t)
-        t = min(t + params.round_size, N)
+        t += round_size_at(params, t)
     out.append(N)
     return out
 
@@ -138,6 +138,7 @@ def estimate_states(params: AllocationParams, *, limit: int | None = None) -> in
         params.cap,
         params.mode,
         params.round_size,
+        params.round_schedule,
         limit,
     )
     found = _ESTIMATES.get(key)

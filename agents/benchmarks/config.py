@@ -97,7 +97,10 @@ class BenchConfig:
         metadata={
             "help": "decision rounds per episode, comma-separated (e.g. '1,2,3,4,8'): equal "
             "rounds of ceil(N/rounds) rollouts, N pilot included, as adaroll grpo's --rounds; "
-            "one grid point per value, rounds env only; excludes --round-size ('': R = B)"
+            "a value with '+' is a rounds schedule, its round sizes in rollouts summing to "
+            "N minus the pilot, as adaroll grpo's --round-schedule (e.g. '1,2,384+128,448+64' "
+            "at N = 512); one grid point per value, rounds env only; excludes --round-size "
+            "('': R = B)"
         },
     )
     belief: str = field(
@@ -196,10 +199,21 @@ class BenchConfig:
                 f"{self.envs!r}: use --envs rounds (the sequential env decides one rollout at "
                 "a time)"
             )
+        for spec in (k for k in rounds if isinstance(k, str)):
+            for G in self.group_size_list:
+                left = (G - self.pilot) * self.num_questions
+                try:
+                    am.parse_round_schedule(spec, left)
+                except (TypeError, ValueError) as exc:
+                    raise ValueError(
+                        f"rounds schedule {spec!r} does not fit G = {G} (N = {G}·"
+                        f"{self.num_questions}, {left} rollouts after the pilot): {exc}"
+                    ) from None
+        equal = [k for k in rounds if isinstance(k, int)]
         smallest = min(self.group_size_list) * self.num_questions
-        if max(rounds) > smallest:
+        if equal and max(equal) > smallest:
             raise ValueError(
-                f"rounds {max(rounds)} exceeds the smallest budget N = G·B = {smallest}: a "
+                f"rounds {max(equal)} exceeds the smallest budget N = G·B = {smallest}: a "
                 "round hands out at least one rollout; give fewer rounds"
             )
 
@@ -254,10 +268,20 @@ class BenchConfig:
         return out
 
     @property
-    def rounds_list(self) -> list[int]:
-        """Decision rounds per episode to run (empty: the round size decides)."""
-        out = []
+    def rounds_list(self) -> list[int | str]:
+        """Decision rounds per episode to run (empty: the round size decides): an int for equal
+        rounds, a string ``"384+128"`` for a rounds schedule (checked in ``_check_rounds``)."""
+        out: list[int | str] = []
         for k in _split(self.rounds):
+            if "+" in k:
+                parts = [p.strip() for p in k.split("+")]
+                if not all(p.isdigit() and int(p) > 0 for p in parts):
+                    raise ValueError(
+                        f"rounds schedule {k!r} must be round sizes in rollouts joined by '+', "
+                        "e.g. '384+128' (summing to N minus the pilot)"
+                    )
+                out.append("+".join(str(int(p)) for p in parts))
+                continue
             try:
                 value = int(k)
             except ValueError:
@@ -299,7 +323,8 @@ class Setting:
     difficulty: str
     utility: str
     group_size: int
-    rounds: int | None = None
+    #: equal rounds per episode, a rounds schedule "384+128", or None (the round size decides)
+    rounds: int | str | None = None
 
     @property
     def key(self) -> str:
@@ -310,7 +335,7 @@ class Setting:
 
 def settings(cfg: BenchConfig) -> list[Setting]:
     """The grid of settings, in a stable order."""
-    rounds: list[int | None] = list(cfg.rounds_list) or [None]
+    rounds: list[int | str | None] = list(cfg.rounds_list) or [None]
     return [
         Setting(e, d, u, g, k)
         for e, d, u, g, k in itertools.product(
@@ -334,7 +359,9 @@ def env_kwargs(cfg: BenchConfig, setting: Setting, spec: str = "") -> dict[str, 
     }
     if setting.env == "rounds" and cfg.round_size is not None:
         kw["round_size"] = cfg.round_size
-    if setting.rounds is not None:
+    if isinstance(setting.rounds, str):  # a schedule: the env parses it against N − pilot·B
+        kw["round_schedule"] = setting.rounds
+    elif setting.rounds is not None:
         kw["round_size"] = am.step_round_size(budget, 1, adaptive=True, rounds=setting.rounds)
     if spec in REFERENCE_ONLY:
         kw["reveal_truth"] = True

@@ -48,6 +48,6 @@ def write_run(cfg: BenchConfig, rows: list[dict[str, Any]], episodes: list[dict[
         plot_rollouts_by_mean(rows, run_dir / "rollouts_by_mean.png")
         if len(cfg.group_size_list) > 1:
             plot_group_sizes(rows, run_dir / "utility_vs_group_size.png")
-        if len(cfg.rounds_list) > 1:
+        if sum(isinstance(k, int) for k in cfg.rounds_list) > 1:
             plot_rounds(rows, run_dir / "rounds.png")
     return run_dir

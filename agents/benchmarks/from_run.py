@@ -11,10 +11,10 @@ For each training run (a run directory of ``adaroll grpo``, or every finished ru
 - **belief**: the prior the run's allocator saw live — ``fixed``: Beta(prior_alpha, prior_beta);
   ``fitted``: the run's fitted prior, per group when grouped. Per-prompt history is ignored (live,
   a revisited prompt's prior also carried its own discounted evidence);
-- **allocation**: the run's allocator with its ``allocator_kwargs`` and utility, its budget N,
-  round size (``round_size``, else ceil(N / ``rounds``), else B for an adaptive allocator and N
-  for an outcome-blind one, as the trainer does), pilot and cap; an adaptive allocator sees
-  ``pool_size`` candidate prompts when the run set one (outcome-blind ones keep B).
+- **allocation**: the run's allocator with its ``allocator_kwargs`` and utility, its budget N, round
+  size (``round_schedule``, else ``round_size``, else ceil(N / ``rounds``), else B for an adaptive
+  allocator and N for an outcome-blind one, as the trainer does), pilot and cap; an adaptive
+  allocator sees ``pool_size`` candidate prompts when the run set one (outcome-blind ones keep B).
 
 It then compares, per run and per entrant (mean over seeds), the simulated figures per step with
 the live ones of ``metrics.jsonl`` over the run's last steps — by default the steps that the
@@ -209,8 +209,14 @@ def sim_setup(run: RunRecord) -> SimSetup:
     belief = run_belief(s, run.beliefs, truth)
     adaptive = is_adaptive(s.allocator)
     questions = s.pool_size if s.pool_size is not None and adaptive else s.batch_size
-    round_size = am.step_round_size(
-        s.budget, s.batch_size, adaptive=adaptive, round_size=s.round_size, rounds=s.rounds
+    round_size, schedule = am.step_round_plan(
+        s.budget,
+        s.batch_size,
+        adaptive=adaptive,
+        round_size=s.round_size,
+        rounds=s.rounds,
+        round_schedule=s.round_schedule,
+        pilot_rollouts=s.pilot * questions,
     )
     params = am.AllocationParams(
         num_questions=questions,
@@ -222,6 +228,7 @@ def sim_setup(run: RunRecord) -> SimSetup:
         mode="rounds",
         round_size=round_size,
         utility=s.utility,
+        round_schedule=schedule,
     )
     setup = SimSetup(s.allocator, dict(s.allocator_kwargs), params, truth, belief, adaptive)
     make_allocator(setup.spec, setup.params, **setup.kwargs)  # fails here, not in a worker
@@ -436,6 +443,7 @@ def _setup_fields(setup: SimSetup) -> dict[str, Any]:
         "questions": p.num_questions,
         "budget": p.total_budget,
         "round_size": p.round_size,
+        "round_schedule": list(p.round_schedule),
         "pilot": p.pilot,
         "max_group": p.max_group,
         "adaptive": setup.adaptive,

@@ -181,14 +181,15 @@ def plot_rollouts_by_mean(rows: list[dict[str, Any]], path: Path) -> None:
 
 def figure_rounds(rows: list[dict[str, Any]]) -> Any:
     """Mean utility and the mechanism figures against decision rounds per episode, one line per
-    allocator with 95 % CIs; one row of panels per (env, difficulty, utility, G)."""
+    allocator with 95 % CIs; one row of panels per (env, difficulty, utility, G). Equal rounds
+    only: rounds schedules ("384+128") have no place on the axis and are left to the tables."""
     plt = _pyplot()
     metrics = {
         "mean_utility": "mean utility",
         **{k: f"{v} / episode" for k, v in MECHANISM.items()},
     }
     cis = {"mean_utility": "ci95", **{k: f"{k}_ci95" for k in MECHANISM}}
-    rows = [r for r in rows if r.get("rounds") is not None]
+    rows = [r for r in rows if isinstance(r.get("rounds"), int)]
     groups = list(
         dict.fromkeys((r["env"], r["difficulty"], r["utility_name"], r["group_size"]) for r in rows)
     )

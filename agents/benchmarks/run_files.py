@@ -3,14 +3,14 @@
 ``agents`` never imports ``trainers``, so the files a training run writes are read here as plain
 JSON, by their documented keys, with the defaults of fields older runs lack:
 
-- a **run directory** holds ``config.json`` (the run's ``GRPOConfig``: allocator,
-  allocator_kwargs, utility, batch_size B, group_size G, budget N (default G·B), round_size,
-  rounds, pool_size, pilot, max_group, belief_prior, prior_alpha, prior_beta, belief_group,
-  belief_decay), ``metrics.jsonl`` (one step report per line) and, once the run has finished,
-  ``beliefs.json`` (the belief store: ``ids``, ``rates``, ``rollouts`` (discounted counts),
-  ``successes``/``failures`` (discounted), ``groups``, ``fitted_prior``, ``group_priors``,
-  ``fixed_prior``, ``decay``; runs written before the store gained counts and groups hold only
-  ``ids``, ``rates``, ``rollouts`` and ``fitted_prior``: their successes are rates × rollouts);
+- a **run directory** holds ``config.json`` (the run's ``GRPOConfig``: allocator, allocator_kwargs,
+  utility, batch_size B, group_size G, budget N (default G·B), round_size, rounds, round_schedule,
+  pool_size, pilot, max_group, belief_prior, prior_alpha, prior_beta, belief_group, belief_decay),
+  ``metrics.jsonl`` (one step report per line) and, once the run has finished, ``beliefs.json`` (the
+  belief store: ``ids``, ``rates``, ``rollouts`` (discounted counts), ``successes``/``failures``
+  (discounted), ``groups``, ``fitted_prior``, ``group_priors``, ``fixed_prior``, ``decay``; runs
+  written before the store gained counts and groups hold only ``ids``, ``rates``, ``rollouts`` and
+  ``fitted_prior``: their successes are rates × rollouts);
 - a **competition directory** holds ``config.json`` and ``runs/<entrant>/seed<k>/``, each a run
   directory.
 """
@@ -46,6 +46,7 @@ OPTIONAL_SETTINGS: dict[str, Any] = {
     "budget": None,
     "round_size": None,
     "rounds": None,
+    "round_schedule": None,
     "pool_size": None,
     "pilot": 0,
     "max_group": None,
@@ -69,6 +70,7 @@ class RunSettings:
     budget: int
     round_size: int | None
     rounds: int | None
+    round_schedule: str | None
     pool_size: int | None
     pilot: int
     max_group: int | None
@@ -147,6 +149,7 @@ def read_settings(config: dict[str, Any], where: Path) -> RunSettings:
         budget=int(c["budget"]) if c["budget"] is not None else B * G,
         round_size=None if c["round_size"] is None else int(c["round_size"]),
         rounds=None if c["rounds"] is None else int(c["rounds"]),
+        round_schedule=None if c["round_schedule"] is None else str(c["round_schedule"]),
         pool_size=None if c["pool_size"] is None else int(c["pool_size"]),
         pilot=int(c["pilot"] or 0),
         max_group=None if c["max_group"] is None else int(c["max_group"]),

@@ -56,7 +56,10 @@ def summarise(
     for setting in settings(cfg):
         bound = bayes_bound(cfg, setting)
         default_r = cfg.num_questions if setting.env == "rounds" else 1
-        round_size = env_kwargs(cfg, setting).get("round_size", default_r)
+        kw = env_kwargs(cfg, setting)
+        round_size = kw.get("round_size", default_r)
+        if "round_schedule" in kw:  # the first round's size (the schedule is in "rounds")
+            round_size = int(str(kw["round_schedule"]).split("+")[0])
         base = {r["episode"]: r["utility"] for r in results[(setting, "uniform")]}
         for spec in cfg.allocator_list:
             recs = sorted(results[(setting, spec)], key=lambda r: r["episode"])

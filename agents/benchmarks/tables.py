@@ -54,7 +54,9 @@ def format_tables(rows: list[dict[str, Any]], cfg: BenchConfig) -> list[Any]:
         with_exact = any(r["exact_value"] is not None for r in sub)
         with_gap = any(r["bound"] is not None for r in sub)
         about = f"B={cfg.num_questions}, {cfg.episodes} paired episodes, seed {cfg.seed}"
-        if sub[0].get("rounds") is not None:
+        if isinstance(sub[0].get("rounds"), str):
+            about += f", rounds {sub[0]['rounds']}"
+        elif sub[0].get("rounds") is not None:
             about += f", R={sub[0]['round_size']}"
         if with_gap:
             about += f"; certified bound {sub[0]['bound']:.3f}"

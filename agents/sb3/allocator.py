@@ -112,8 +112,8 @@ def read_meta(path: str | Path) -> dict[str, Any]:
 def params_from_meta(meta: dict[str, Any]) -> AllocationParams:
     """The ``AllocationParams`` a model was trained for."""
     d = dict(meta["params"])
-    for key in ("prior_alpha", "prior_beta"):
-        if isinstance(d[key], list):
+    for key in ("prior_alpha", "prior_beta", "round_schedule"):
+        if isinstance(d.get(key), list):
             d[key] = tuple(d[key])
     return AllocationParams(**d)
 
@@ -139,6 +139,11 @@ def incompatibilities(
         trained.round_size == target.round_size or (full_t and full_h)
     ):
         out.append(f"round_size: trained {trained.round_size}, here {target.round_size}")
+    if trained.round_schedule != target.round_schedule:
+        out.append(
+            f"round_schedule: trained {trained.round_schedule or 'equal rounds'}, here "
+            f"{target.round_schedule or 'equal rounds'}"
+        )
     if trained.num_questions != target.num_questions and not equivariant:
         out.append(
             f"num_questions: trained {trained.num_questions}, here {target.num_questions} "

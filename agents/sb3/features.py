@@ -38,7 +38,7 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from adaroll_env.model import AllocationParams
+from adaroll_env.model import AllocationParams, round_size_at
 
 N_FEATURES = 8
 N_CONTEXT = 4
@@ -78,7 +78,7 @@ def question_features(
     q[:, 5] = (n - s) > 0.5
     q[:, 6] = np.maximum(cap - n, 0.0) / cap
     q[:, 7] = np.log1p(a + b) / 5.0
-    step = min(float(params.round_size), left)
+    step = float(round_size_at(params, params.total_budget - round(left)))  # this decision
     ctx = np.array(
         [left / N, step / left if left > 0 else 0.0, step / B, left / (8.0 * B)],
         dtype=np.float32,

@@ -552,3 +552,32 @@ def test_reset_option_typo_suggests_the_closest():
     env = gym.make(SEQ, num_questions=3, budget=9)
     with pytest.raises(ValueError, match=r"Did you mean 'prior_alpha'"):
         env.reset(options={"prior_alpa": 1.0})
+
+
+@pytest.mark.parametrize("schedule", ["10,4", "10+4", (10, 4), "0.7142857,0.2857143"])
+def test_rounds_env_takes_a_round_schedule(schedule):
+    # B = 4, N = 18, pilot 1 -> 14 left: a round of 10, then 4
+    env = gym.make(ROUNDS, num_questions=4, budget=18, pilot=1, round_schedule=schedule)
+    _, info = env.reset(seed=0)
+    assert env.unwrapped.params.round_schedule == (10, 4)
+    sizes, prev, done = [], np.asarray(info["allocation"]).copy(), False
+    while not done:
+        _, _, done, _, info = env.step(np.zeros(4, dtype=np.float32))
+        sizes.append(int(info["allocation"].sum() - prev.sum()))
+        prev = np.asarray(info["allocation"]).copy()
+    assert sizes == [10, 4]
+
+
+def test_round_schedule_errors_in_the_envs():
+    with pytest.raises(ValueError, match=r"hands out 13 rollouts.*14"):
+        gym.make(ROUNDS, num_questions=4, budget=18, pilot=1, round_schedule="10,3")
+    with pytest.raises(ValueError, match="mode is 'sequential'"):
+        gym.make(SEQ, num_questions=4, budget=18, round_schedule=(10, 8))
+    with pytest.raises(ValueError, match="both set"):
+        gym.make(ROUNDS, num_questions=4, budget=18, round_size=4, round_schedule="10,8")
+
+
+def test_checkers_with_a_round_schedule():
+    env = gym.make(ROUNDS, num_questions=4, budget=18, round_schedule="12,6")
+    gym_check_env(env.unwrapped, skip_render_check=True)
+    sb3_check_env(env.unwrapped)

@@ -624,3 +624,125 @@ def test_prior_matches_float32_observation_only():
     assert not am.prior_matches(0.3, 1.7, 0.3 * (1 + 1e-5), 1.7)
     assert am.prior_matches(0.3, 1.7, 0.3 * (1 + 1e-7), 1.7)
     assert not am.prior_matches(pa, pb, pa * (1 + 1e-4), pb, s, f).all()
+
+
+# --- rounds schedules ----------------------------------------------------------------------------
+
+
+def _round_sizes(params: AllocationParams) -> list[int]:
+    """Sizes of the decisions of one episode, every round given to question 0 first (any split
+    spends the same), outcomes all failures."""
+    state = am.initial_state(params)
+    B = params.num_questions
+    if params.pilot:
+        state = am.apply_counts(params, state, [params.pilot] * B, [0] * B)
+    sizes = []
+    while not am.is_done(params, state):
+        r = am.next_round_size(params, state)
+        counts = am.split_round(np.ones(B), r, am.capacity(params, state))
+        state = am.apply_counts(params, state, counts, np.zeros(B, dtype=np.int64))
+        sizes.append(r)
+    return sizes
+
+
+@pytest.mark.parametrize(
+    ("schedule", "budget", "pilot", "sizes"),
+    [
+        ((384, 128), 512, 0, [384, 128]),
+        ((384, 64), 512, 0, [384, 64, 64]),  # the last entry repeats
+        ((10, 3), 20, 1, [10, 3, 3]),  # after the pilot's 4 rollouts (B = 4)
+        ((10, 4), 20, 0, [10, 4, 4, 2]),  # the last round is capped by the budget left
+        ((30,), 20, 0, [20]),  # one round larger than the budget: the whole budget
+    ],
+)
+def test_round_schedule_hands_out_its_sizes(schedule, budget, pilot, sizes):
+    B = 64 if budget == 512 else 4
+    p = AllocationParams(
+        num_questions=B, budget=budget, pilot=pilot, mode="rounds", round_schedule=schedule
+    )
+    assert _round_sizes(p) == sizes
+    state = am.make_state(p, [0] * B, [pilot] * B)
+    assert am.round_size_at(p, state.spent) == am.next_round_size(p, state) == sizes[0]
+
+
+def test_round_schedule_normalises_and_pickles():
+    p = AllocationParams(num_questions=4, budget=16, mode="rounds", round_schedule=[8, 4, 4])
+    assert p.round_schedule == (8, 4) and p.round_size == 8
+    assert not p.unit_rounds
+    assert pickle.loads(pickle.dumps(p)) == p
+    assert p.to_dict()["round_schedule"] == [8, 4]
+    # equal rounds are one entry, i.e. round_size: the same params as today's
+    q = AllocationParams(num_questions=4, budget=16, mode="rounds", round_schedule=(4, 4))
+    assert q == AllocationParams(num_questions=4, budget=16, mode="rounds", round_size=4)
+    assert "round_schedule" not in q.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("kw", "error", "match"),
+    [
+        ({"round_schedule": (8, 8)}, ValueError, "mode is 'sequential'"),
+        ({"mode": "rounds", "round_schedule": (8, 0)}, ValueError, r"round_schedule\[1\] = 0"),
+        ({"mode": "rounds", "round_schedule": (8, 2.5)}, TypeError, "not an integer"),
+        ({"mode": "rounds", "round_schedule": "8,8"}, TypeError, "parse_round_schedule"),
+        ({"mode": "rounds", "round_size": 4, "round_schedule": (8, 2)}, ValueError, "both set"),
+    ],
+)
+def test_round_schedule_validation(kw, error, match):
+    with pytest.raises(error, match=match):
+        AllocationParams(num_questions=4, budget=16, **kw)
+
+
+@pytest.mark.parametrize(
+    ("spec", "budget", "expected"),
+    [
+        ("384,128", 512, (384, 128)),
+        ("384+128", 512, (384, 128)),
+        (" 0.75 , 0.25 ", 512, (384, 128)),
+        ("0.5,0.25,0.25", 512, (256, 128)),  # equal trailing rounds fold into the repeat
+        ("256,256", 512, (256,)),
+        ("1.0", 512, (512,)),
+        ("0.34,0.33,0.33", 100, (34, 33)),
+        ("0.4,0.3,0.3", 7, (3, 2)),  # 2.8, 2.1, 2.1 -> largest remainders 3, 2, 2
+        ((448, 64), 512, (448, 64)),
+    ],
+)
+def test_parse_round_schedule(spec, budget, expected):
+    got = am.parse_round_schedule(spec, budget)
+    assert got == expected
+    # the parsed schedule spends exactly the budget
+    p = AllocationParams(num_questions=4, budget=budget, mode="rounds", round_schedule=got)
+    assert sum(_round_sizes(p)) == budget
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("384,100", "hands out 484 rollouts, but the rounds hand out 512.*sum to 512"),
+        ("0.5,0.4", "fractions summing to 0.9, not 1"),
+        ("0.5,256", "mixes rollout counts and fractions"),
+        ("384,,128", "empty entry"),
+        ("384,abc", "'abc' is not a number"),
+        ("512,0", "round of 0 rollouts"),
+        ("1.5,-0.5", "fraction 1.5"),
+        ("0.9995,0.0005", "less than one rollout"),
+    ],
+)
+def test_parse_round_schedule_errors(spec, match):
+    with pytest.raises(ValueError, match=match):
+        am.parse_round_schedule(spec, 512)
+
+
+def test_step_round_plan_is_the_shared_rule():
+    assert am.step_round_plan(512, 64, adaptive=True) == (64, ())
+    assert am.step_round_plan(512, 64, adaptive=True, rounds=3) == (171, ())
+    assert am.step_round_plan(512, 64, adaptive=True, round_schedule="384,128") == (
+        384,
+        (384, 128),
+    )
+    # outcome-blind allocators keep one round; the pilot's rollouts come off the budget
+    assert am.step_round_plan(512, 64, adaptive=False, round_schedule="384,128") == (512, ())
+    assert am.step_round_plan(
+        512, 64, adaptive=True, round_schedule="0.75,0.25", pilot_rollouts=64
+    ) == (336, (336, 112))
+    with pytest.raises(ValueError, match="give one of the three"):
+        am.step_round_plan(512, 64, adaptive=True, rounds=2, round_schedule="384,128")

@@ -111,3 +111,38 @@ def test_rounds_from_the_command_line(tmp_path):
 def test_bad_rounds(tmp_path, kw, match):
     with pytest.raises(ValueError, match=match):
         _cfg(tmp_path, **kw)
+
+
+def test_rounds_grid_takes_schedules(tmp_path):
+    # N = 24: '18+6' is one round of 18 then one of 6; '12+6' has the 6 repeat (12, 6, 6)
+    cfg = _cfg(tmp_path, rounds="1,18+6,12+6+6")
+    assert cfg.rounds_list == [1, "18+6", "12+6+6"]
+    res = run_benchmark(cfg, write=False)
+    by = {(r["rounds"], r["allocator"]): r for r in res.rows}
+    assert by[("18+6", "bamdp")]["round_size"] == 18
+    assert by[("18+6", "bamdp")]["setting"].endswith("/G=4/rounds=18+6")
+    decisions = {e["setting"].rsplit("=", 1)[1]: e["decisions"] for e in res.episodes}
+    assert decisions == {"1": 1, "18+6": 2, "12+6+6": 3}
+
+
+def test_schedules_from_the_command_line_and_help(tmp_path):
+    cfg = parse_config(BenchConfig, "", ["--rounds", "1,2,384+128,448+64", "--out", str(tmp_path)])
+    assert cfg.rounds_list == [1, 2, "384+128", "448+64"]
+    from agents.benchmarks.config import BenchConfig as C
+
+    (rounds,) = [f for f in C.__dataclass_fields__.values() if f.name == "rounds"]
+    assert "384+128" in rounds.metadata["help"]
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"rounds": "18+5"}, "hands out 23 rollouts"),
+        ({"rounds": "18+x"}, "joined by '\\+'"),
+        ({"rounds": "24+0"}, "joined by '\\+'"),
+        ({"rounds": "18+6", "group_sizes": "4,8"}, "does not fit G = 8"),
+    ],
+)
+def test_bad_schedules_in_the_grid(tmp_path, kw, match):
+    with pytest.raises(ValueError, match=match):
+        _cfg(tmp_path, **kw)

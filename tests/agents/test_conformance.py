@@ -118,3 +118,22 @@ def test_docstring_names_its_source(name):
 def test_citation_pattern_rejects_a_docstring_without_a_source():
     assert CITATION.search("Thompson sampling (Thompson, 1933), as MoPPS (arXiv 2507.04632)")
     assert not CITATION.search("Draws a sample from each posterior and plans as if it were true.")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_allocator_follows_a_round_schedule(name):
+    # B = 4, N = 16, pilot 1 -> 12 left in rounds of 1, 8, 3: the one-rollout first round
+    # catches allocators that take R = 1 for "one rollout at a time" from the params
+    env = _env(adaroll_env.ENV_IDS[1], name, round_schedule="1,8,3")
+    alloc = agents.make_allocator(name, env, seed=0)
+    for seed in range(2):
+        obs, info = env.reset(seed=seed)
+        alloc.reset(env.unwrapped.params, seed=seed)
+        assert alloc.beliefs(obs).round_size == 1
+        sizes, prev, done = [], int(info["allocation"].sum()), False
+        while not done:
+            counts = np.asarray(alloc.allocate(obs))
+            obs, _, done, _, info = env.step(adaroll_env.encode_counts(counts))
+            sizes.append(int(info["allocation"].sum()) - prev)
+            prev = int(info["allocation"].sum())
+        assert sizes == [1, 8, 3], name

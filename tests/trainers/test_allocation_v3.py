@@ -142,3 +142,50 @@ def test_belief_groups_by_a_jsonl_column(tiny_model_dir, tmp_path):
         GRPOTrainer(dataclasses.replace(c, belief_group="topic"))
     with pytest.raises(ValueError, match="no such column"):  # arithmetic rows have no columns
         GRPOTrainer(cfg(tiny_model_dir, belief_prior="fitted", belief_group="subject"))
+
+
+@pytest.mark.parametrize(
+    ("spec", "sizes"),
+    [("24,8", [24, 8]), ("0.5,0.25,0.25", [16, 8, 8]), ("8+24", [8, 24])],
+)
+def test_round_schedule_spends_the_budget_in_its_rounds(tiny_model_dir, spec, sizes):
+    t = GRPOTrainer(cfg(tiny_model_dir, allocator="bamdp", utility="snr(8)", round_schedule=spec))
+    assert t.round_size == sizes[0]
+    seen: list[int] = []
+    run_round = t.run_round
+
+    def spy(counts: Any) -> Any:
+        seen.append(t.next_round_size)
+        assert int(np.sum(counts)) == t.next_round_size
+        return run_round(counts)
+
+    t.run_round = spy  # type: ignore[method-assign]
+    r = t.train_step()
+    assert seen == sizes and r.rounds == len(sizes) and r.rollouts == 32
+
+
+def test_round_schedule_after_a_pilot_and_for_uniform(tiny_model_dir):
+    # pilot 1 on 8 prompts: 24 rollouts left, in rounds of 16 and 8 (+1 round: the pilot)
+    t = GRPOTrainer(cfg(tiny_model_dir, allocator="bamdp", pilot=1, round_schedule="16,8"))
+    r = t.train_step()
+    assert r.rounds == 3 and r.rollouts == 32
+    # uniform never reads outcomes: one round whatever the schedule
+    u = GRPOTrainer(cfg(tiny_model_dir, allocator="uniform", round_schedule="24,8"))
+    assert u.round_size == 32
+    r = u.train_step()
+    assert r.rounds == 1 and r.rollouts == 32 and r.questions == 8
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"round_schedule": "24,4"}, "hands out 28 rollouts.*sum to 32"),
+        ({"round_schedule": "0.5,0.4"}, "summing to 0.9"),
+        ({"round_schedule": "24,8", "rounds": 2}, "round_schedule .* and rounds .* both set"),
+        ({"round_schedule": "24,8", "round_size": 8}, "both set"),
+        ({"round_schedule": "24,8", "pilot": 1}, "hand out 24"),
+    ],
+)
+def test_bad_round_schedules(tiny_model_dir, kw, match):
+    with pytest.raises(ValueError, match=match):
+        cfg(tiny_model_dir, **kw)

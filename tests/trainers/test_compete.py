@@ -227,6 +227,29 @@ def test_a_missing_model_is_refused_before_anything_is_written(
     assert not out.exists()
 
 
+def test_entrants_take_a_round_schedule(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from trainers.trainer import GRPOTrainer
+
+    entrants = [
+        {"name": "u", "allocator": "uniform"},
+        {"name": "b-12+4", "allocator": "bamdp", "round_schedule": "12,4"},
+        {"name": "b-list", "allocator": "bamdp", "round_schedule": [8, 8]},
+    ]
+    f = write_entrants(tmp_path / "e.yaml", entrants)
+    # the shared --rounds 2 holds for u; an entrant's own schedule replaces it
+    cfg = CompeteConfig(entrants=f, grpo=tiny_grpo(tiny_model_dir, rounds=2))
+    one = cfg.run_config("b-12+4", 0)
+    assert (one.round_schedule, one.rounds, one.round_size) == ("12,4", None, None)
+    assert cfg.run_config("b-list", 0).round_schedule == "8,8"
+    assert cfg.run_config("u", 0).rounds == 2
+    r = GRPOTrainer(dataclasses.replace(one, task_size=200)).train_step()
+    assert r.rounds == 2 and r.rollouts == 16
+    bad = [{"name": "x", "allocator": "bamdp", "round_schedule": "12,5"}]
+    with pytest.raises(ValueError, match=r"entrant 'x': .*hands out 17 rollouts"):
+        CompeteConfig(entrants=write_entrants(tmp_path / "bad.json", bad),
+                      grpo=tiny_grpo(tiny_model_dir))  # fmt: skip
+
+
 # --- entrants in real runs --------------------------------------------------------------------
 @pytest.mark.slow
 def test_entrants_run_with_their_own_settings(tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -429,6 +429,33 @@ def test_num_generations_below_two_is_refused(
         )  # fmt: skip
 
 
+def test_round_schedule_sets_the_rounds(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
+) -> None:
+    # 8 prompts x 4 = 32 completions a generation batch: one round of 24, then one of 8
+    trainer = build(
+        AllocatingGRPOTrainer,
+        tiny_model_dir,
+        dataset,
+        tmp_path,
+        allocator="bamdp",
+        round_schedule="24,8",
+        max_steps=2,
+        per_device_train_batch_size=32,
+    )
+    train(trainer)
+    records = list(trainer.allocations)
+    assert len(records) == 2
+    for rec in records:
+        assert sum(rec.counts) == 32 and rec.rounds == 2
+    with pytest.raises(ValueError, match="hands out 30 rollouts"):
+        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, allocator="bamdp",
+              round_schedule="24,6", per_device_train_batch_size=32)  # fmt: skip
+    with pytest.raises(ValueError, match="both set"):
+        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, allocator="bamdp",
+              round_schedule="24,8", round_size=8)  # fmt: skip
+
+
 def test_bad_settings_are_refused_with_the_fix(
     tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
 ) -> None:

@@ -5,10 +5,10 @@ What ``scripts/bench_rounds.py`` runs.
 A round costs one generation call (on a GPU with long completions, the latency of the longest
 completion of the round), so an adaptive allocator's gain in gradient-carrying rollouts has a
 wall-clock price. This benchmark builds one ``GRPOTrainer`` per setting — ``uniform`` (one round)
-and the adaptive allocator with each number of equal rounds in ``rounds`` — from the same
-weights, task and seed, and times them in alternating slices in one process (so machine noise
-falls on all alike), after ``warmup_steps`` untimed steps each. Per setting it reports seconds
-per step and its parts (generation, update, allocation), the allocation's share of the step,
+and the adaptive allocator with each number of equal rounds (or rounds schedule) in ``rounds`` —
+from the same weights, task and seed, and times them in alternating slices in one process (so
+machine noise falls on all alike), after ``warmup_steps`` untimed steps each. Per setting it reports
+seconds per step and its parts (generation, update, allocation), the allocation's share of the step,
 rollouts with gradient and distinct informative prompts per step, and the step time relative to
 ``uniform``. Every trainer trains as it goes (its own copy of the weights), so later slices see
 later policies; the slices interleave, so all settings see policies of the same age.
@@ -68,7 +68,12 @@ class RoundsBenchConfig:
     }
 
     rounds: str = field(
-        default="1,2,3,4,8", metadata=field_help("comma-separated numbers of equal rounds")
+        default="1,2,3,4,8",
+        metadata=field_help(
+            "comma-separated numbers of equal rounds; a value with '+' is a rounds schedule "
+            "(round sizes in rollouts summing to the budget after the pilot, e.g. "
+            "'1,2,384+128' at N = 512, as --round-schedule)"
+        ),
     )
     slices: int = field(default=4, metadata=field_help("alternating timed slices per setting"))
     steps_per_slice: int = field(default=5, metadata=field_help("steps per slice"))
@@ -82,26 +87,55 @@ class RoundsBenchConfig:
         check_config_int("warmup_steps", self.warmup_steps, 0)
         self.round_list()
 
-    def round_list(self) -> list[int]:
-        """The numbers of rounds, checked (each >= 1, no duplicates)."""
-        try:
-            values = [int(x) for x in self.rounds.split(",") if x.strip()]
-        except ValueError:
+    def round_list(self) -> list[int | str]:
+        """The numbers of rounds (ints) and rounds schedules ("384+128"), checked (each
+        number >= 1, each schedule a valid spec for the budget, no duplicates)."""
+        values: list[int | str] = []
+        for x in (x.strip() for x in self.rounds.split(",")):
+            if not x:
+                continue
+            if "+" in x:
+                values.append(x.replace(" ", ""))
+                continue
+            try:
+                values.append(int(x))
+            except ValueError:
+                raise ValueError(
+                    f"rounds must be comma-separated integers or schedules such as "
+                    f"'1,2,384+128', got {self.rounds!r}"
+                ) from None
+        ints = [v for v in values if isinstance(v, int)]
+        if not values or (ints and min(ints) < 1) or len(set(values)) != len(values):
             raise ValueError(
-                f"rounds must be comma-separated integers such as '1,2,4', got {self.rounds!r}"
-            ) from None
-        if not values or min(values) < 1 or len(set(values)) != len(values):
-            raise ValueError(
-                f"rounds must be distinct integers >= 1 such as '1,2,4', got {self.rounds!r}"
+                f"rounds must be distinct integers >= 1 or schedules such as '1,2,384+128', "
+                f"got {self.rounds!r}"
             )
+        for v in values:  # each setting's GRPOConfig checks its schedule against the budget
+            self._config(v)
         return values
 
+    def _config(self, r: int | str) -> GRPOConfig:
+        if isinstance(r, str):
+            return dataclasses.replace(
+                self.grpo, rounds=None, round_size=None, round_schedule=r.replace("+", ",")
+            )
+        return dataclasses.replace(self.grpo, rounds=r, round_size=None, round_schedule=None)
+
     def settings(self) -> dict[str, GRPOConfig]:
-        """Setting name -> its run: ``uniform``, then ``<allocator> ×<r>`` for each r."""
-        out = {"uniform": dataclasses.replace(self.grpo, allocator="uniform", rounds=None)}
+        """Setting name -> its run: ``uniform``, then ``<allocator> ×<r>`` for each number of
+        rounds r, or ``<allocator> <schedule>`` for each schedule."""
+        out = {
+            "uniform": dataclasses.replace(
+                self.grpo, allocator="uniform", rounds=None, round_schedule=None
+            )
+        }
         for r in self.round_list():
-            name = f"{self.grpo.allocator} ×{r}"
-            out[name] = dataclasses.replace(self.grpo, rounds=r, round_size=None)
+            name = (
+                f"{self.grpo.allocator} {r}"
+                if isinstance(r, str)
+                else f"{self.grpo.allocator} ×{r}"
+            )
+            out[name] = self._config(r)
         return out
 
 
