@@ -274,8 +274,9 @@ class BetaBernoulliEnv(_SimulatedAllocationEnv):
     from a difficulty profile; the agent holds a ``Beta(alpha_i, beta_i)`` belief over each and
     spends a budget of ``N`` rollouts, one per step, choosing which question gets the next one.
     A rollout on question i succeeds with probability ``p_i``. The episode's return is the
-    training utility ``sum_i u(s_i, f_i)`` of the final counts (``informative`` by default: the
-    number of groups that are neither all-correct nor all-wrong, i.e. that carry GRPO gradient).
+    training utility ``sum_i u(s_i, f_i)`` of the final counts (``snr(8)`` by default: a group
+    that is neither all-correct nor all-wrong, i.e. that carries GRPO gradient, counts
+    (n−1)²/((n−1)² + 8n), more the deeper it is; ``informative`` counts each such group once).
 
     ## Action Space
 

@@ -414,3 +414,16 @@ def resolve_beliefs(
         except (TypeError, ValueError):
             raise ValueError(f"belief must be 'matched' or a pair (a, b), got {belief!r}") from None
     return (a if prior_alpha is None else prior_alpha), (b if prior_beta is None else prior_beta)
+
+
+def resolve_belief_group(group: str, belief_prior: str) -> str:
+    """The belief-group column a run uses: ``"auto"`` is ``"level"`` under a fitted prior (one
+    fitted Beta per difficulty level, the competition's winner) and ``"none"`` under a fixed
+    one; any other value is returned as it is.
+
+    >>> resolve_belief_group("auto", "fitted"), resolve_belief_group("auto", "fixed")
+    ('level', 'none')
+    """
+    if group != "auto":
+        return group
+    return "level" if belief_prior == "fitted" else "none"

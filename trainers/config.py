@@ -90,8 +90,9 @@ class GRPOConfig:
     round_size: int | None = field(
         default=None,
         metadata=field_help(
-            "R: rollouts handed out per round (default B; the whole budget for allocators "
-            "that never react to outcomes, such as uniform)"
+            "R: rollouts handed out per round, equal rounds (unset: the round schedule; B with "
+            "--round-schedule none; the whole budget for allocators that never react to "
+            "outcomes, such as uniform)"
         ),
     )
     rounds: int | None = field(
@@ -102,12 +103,12 @@ class GRPOConfig:
         ),
     )
     round_schedule: str | None = field(
-        default=None,
+        default="auto",
         metadata=field_help(
             "unequal rounds: how the budget after the pilot splits across the rounds, as "
             "rollout counts summing to it ('384,128' at N = 512) or fractions summing to 1 "
-            "('0.75,0.25'); excludes rounds and round_size; outcome-blind allocators such as "
-            "uniform keep one round"
+            "('0.75,0.25'); 'auto': 0.75,0.25 unless rounds or round_size is given; none: "
+            "equal rounds; outcome-blind allocators such as uniform keep one round"
         ),
     )
     pool_size: int | None = field(
@@ -372,7 +373,7 @@ class GRPOConfig:
                 f"rounds ({self.rounds}) and round_size ({self.round_size}) both set: give one "
                 "(rounds sets round_size to ceil(budget / rounds))"
             )
-        if self.round_schedule is not None:
+        if self.round_schedule is not None and self.round_schedule != "auto":
             self._check_round_schedule(budget)
         if self.rounds is not None and self.rounds > budget:
             raise ValueError(
@@ -384,13 +385,11 @@ class GRPOConfig:
                 f"pool_size ({self.pool_size}) is smaller than batch_size ({self.batch_size}): "
                 "a pool holds at least the B prompts a uniform step uses"
             )
-        if self.belief_group == "auto":  # resolved here, so config.json says what ran
-            self.belief_group = "level" if self.belief_prior == "fitted" else "none"
         if not self.belief_group.strip():
             raise ValueError(
                 "belief_group is empty: give 'none', 'level' or a column of the task's rows"
             )
-        if self.belief_group != "none" and self.belief_prior != "fitted":
+        if self.belief_group not in ("none", "auto") and self.belief_prior != "fitted":
             raise ValueError(
                 f"belief_group {self.belief_group!r} fits one prior per group, which needs "
                 "--belief-prior fitted (with 'fixed' every prompt starts from the same prior)"
@@ -405,6 +404,28 @@ class GRPOConfig:
     def rollout_budget(self) -> int:
         """N: rollouts per step (``budget``, else ``group_size · batch_size``)."""
         return self.budget if self.budget is not None else self.group_size * self.batch_size
+
+    @property
+    def schedule_spec(self) -> str | None:
+        """The round schedule a step uses, ``"auto"`` resolved
+        (``adaroll_env.schedules.resolve_schedule_spec``): the default schedule unless
+        ``rounds`` or ``round_size`` is given."""
+        from adaroll_env.schedules import resolve_schedule_spec
+
+        prompts = self.pool_size if self.pool_size is not None else self.batch_size
+        return resolve_schedule_spec(
+            self.round_schedule,
+            rounds=self.rounds,
+            round_size=self.round_size,
+            budget=self.rollout_budget - self.pilot * prompts,
+        )
+
+    @property
+    def group_column(self) -> str:
+        """The belief-group column, ``"auto"`` resolved (``level`` under a fitted prior)."""
+        from adaroll_env.priors import resolve_belief_group
+
+        return resolve_belief_group(self.belief_group, self.belief_prior)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as a plain dict (what the run directory records)."""

@@ -175,12 +175,12 @@ class GRPOTrainer:
             adaptive=adaptive,
             round_size=cfg.round_size,
             rounds=cfg.rounds,
-            round_schedule=cfg.round_schedule,
+            round_schedule=cfg.schedule_spec,
             pilot_rollouts=cfg.pilot * self.local_pool * self.world,
         )
         if any(r % self.world for r in schedule):
             raise ValueError(
-                f"round_schedule {cfg.round_schedule!r} has rounds {list(schedule)} that do not "
+                f"round_schedule {cfg.schedule_spec!r} has rounds {list(schedule)} that do not "
                 f"divide among {self.world} processes: give round sizes that are multiples of "
                 f"{self.world} (each rank hands out its share of every round)"
             )
@@ -276,7 +276,7 @@ class GRPOTrainer:
 
     def _belief_groups(self) -> list[Any] | None:
         """The belief-group key of each prompt of the step (None: no grouping)."""
-        column = self.cfg.belief_group
+        column = self.cfg.group_column
         if column == "none":
             return None
         return [e.group_key(column) for e in self.examples]
@@ -284,7 +284,7 @@ class GRPOTrainer:
     def _check_belief_group(self) -> None:
         """Refuse a ``belief_group`` column that some training prompt lacks, naming the ones
         the task has."""
-        column = self.cfg.belief_group
+        column = self.cfg.group_column
         if column in ("none", "level"):
             return
         missing = [e for e in self.task.train if column not in e.columns]

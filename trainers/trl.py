@@ -120,6 +120,7 @@ import torch  # noqa: E402  (after the version check, which should fail fast)
 from accelerate.utils import broadcast_object_list, gather_object  # noqa: E402
 
 from adaroll_env import model as am  # noqa: E402
+from adaroll_env.schedules import resolve_schedule_spec  # noqa: E402
 from trainers.beliefs import BeliefStore  # noqa: E402
 from trainers.grpo import ScaleRewards, group_advantages  # noqa: E402
 from trainers.rollouts import check_counts  # noqa: E402
@@ -166,21 +167,24 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
     - ``allocator``: any spec ``agents.make_allocator`` takes (``"uniform"``, ``"bamdp"``,
       ``"sb3:pretrained"``, ``"package.module:Class"``) or an allocator instance.
     - ``allocator_kwargs``: keyword arguments for building it from a spec.
-    - ``utility``: the training utility the allocator maximises (``"informative"``, ...).
+    - ``utility``: the training utility the allocator maximises (default ``"snr(8)"``).
     - ``round_size``: rollouts handed out per round, all processes together (default: one per
       prompt of the generation batch for allocators that react to outcomes, rounded up to a
       multiple of the processes; the whole budget in one round for those that do not).
     - ``round_schedule``: unequal rounds instead of ``round_size`` (a spec such as ``"384,128"``
       or ``"0.75,0.25"`` for the completions after the pilot, all processes together:
       ``adaroll_env.parse_round_schedule``); each round a multiple of the processes;
-      outcome-blind allocators keep one round.
+      outcome-blind allocators keep one round. Default ``"auto"``: ``"0.75,0.25"`` (the
+      trainer's default, ``adaroll_env.schedules.DEFAULT_ROUND_SCHEDULE``) unless
+      ``round_size`` is given; ``None``: equal rounds of ``round_size``.
     - ``pilot``: rollouts every prompt gets before the allocator's first decision.
     - ``max_group``: cap on one prompt's rollouts per generation batch (default: none).
     - ``belief_decay``: per-optimizer-step forgetting of a prompt's past outcomes, in (0, 1].
     - ``belief_prior``: prior of unseen prompts, ``"fitted"`` (default: the Beta-binomial
       maximum-likelihood Beta of the store's counts) or ``"fixed"`` (Beta(1, 1)).
     - ``belief_group``: a dataset column (e.g. ``"level"``) whose value groups prompts for
-      fitted priors, one Beta per group (needs ``belief_prior="fitted"``; default: none).
+      fitted priors, one Beta per group (needs ``belief_prior="fitted"``; default: none, as a
+      dataset need not have such a column).
     - ``success_threshold``: a completion whose reward reaches it counts as a success.
 
     ``allocations`` keeps an :class:`AllocationRecord` per generation batch (the last
@@ -194,7 +198,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         allocator_kwargs: dict[str, Any] | None = None,
         utility: str = "snr(8)",
         round_size: int | None = None,
-        round_schedule: str | None = None,
+        round_schedule: str | None = "auto",
         pilot: int = 0,
         max_group: int | None = None,
         belief_decay: float = 0.95,
@@ -206,7 +210,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         self._pending: _Pending | None = None
         self._round_n: int | None = None
         self._schedule: tuple[int, ...] = ()  # global rollouts of each round (empty: equal)
-        if round_schedule is not None and round_size is not None:
+        if round_schedule not in (None, "auto") and round_size is not None:
             raise ValueError(
                 f"round_schedule ({round_schedule!r}) and round_size ({round_size}) are both "
                 "set: give one (the schedule sets every round's size)"
@@ -231,8 +235,13 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         self.max_group = max_group
         self.round_size = round_size
         self._build_allocator(allocator, allocator_kwargs, round_size)
-        if round_schedule is not None:
-            self._set_schedule(round_schedule)
+        spec = resolve_schedule_spec(
+            round_schedule,
+            round_size=round_size,
+            budget=self.num_prompts * (self.group_budget - self.pilot),
+        )
+        if spec is not None:
+            self._set_schedule(spec)
 
     def _check_trl_settings(self, pilot: int, round_size: int | None) -> None:
         """After TRL's constructor: refuse its per-row features and set the budget."""

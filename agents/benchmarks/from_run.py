@@ -12,7 +12,8 @@ For each training run (a run directory of ``adaroll grpo``, or every finished ru
   ``fitted``: the run's fitted prior, per group when grouped. Per-prompt history is ignored (live,
   a revisited prompt's prior also carried its own discounted evidence);
 - **allocation**: the run's allocator with its ``allocator_kwargs`` and utility, its budget N, round
-  size (``round_schedule``, else ``round_size``, else ceil(N / ``rounds``), else B for an adaptive
+  size (``round_schedule``, with ``"auto"`` the default schedule unless the run gave ``rounds`` or
+  ``round_size``; else ``round_size``, else ceil(N / ``rounds``), else B for an adaptive
   allocator and N for an outcome-blind one, as the trainer does), pilot and cap; an adaptive
   allocator sees ``pool_size`` candidate prompts when the run set one (outcome-blind ones keep B).
 
@@ -46,6 +47,7 @@ import numpy as np
 
 from adaroll_env import model as am
 from adaroll_env.priors import fit_beta_binomial
+from adaroll_env.schedules import resolve_schedule_spec
 from adaroll_env.stats import mean_ci
 from agents.benchmarks.config import REFERENCE_ONLY, BenchConfig
 from agents.benchmarks.files import versions
@@ -215,7 +217,12 @@ def sim_setup(run: RunRecord) -> SimSetup:
         adaptive=adaptive,
         round_size=s.round_size,
         rounds=s.rounds,
-        round_schedule=s.round_schedule,
+        round_schedule=resolve_schedule_spec(
+            s.round_schedule,
+            rounds=s.rounds,
+            round_size=s.round_size,
+            budget=s.budget - s.pilot * questions,
+        ),
         pilot_rollouts=s.pilot * questions,
     )
     params = am.AllocationParams(

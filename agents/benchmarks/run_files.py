@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from adaroll_env.priors import resolve_belief_group
+
 __all__ = [
     "RunBeliefs",
     "RunRecord",
@@ -156,7 +158,9 @@ def read_settings(config: dict[str, Any], where: Path) -> RunSettings:
         belief_prior=str(c["belief_prior"] or "fixed"),
         prior_alpha=float(c["prior_alpha"] if c["prior_alpha"] is not None else 1.0),
         prior_beta=float(c["prior_beta"] if c["prior_beta"] is not None else 1.0),
-        belief_group=str(c["belief_group"] or "none"),
+        belief_group=resolve_belief_group(
+            str(c["belief_group"] or "none"), str(c["belief_prior"] or "fixed")
+        ),
         belief_decay=float(c["belief_decay"] if c["belief_decay"] is not None else 0.95),
     )
 

@@ -107,7 +107,7 @@ def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir, tmp_path):
         ({"rounds": 2, "round_size": 8}, "both set"),
         ({"rounds": 100}, "exceeds the budget"),
         ({"pool_size": 4}, "smaller than batch_size"),
-        ({"belief_group": "level"}, "needs --belief-prior fitted"),
+        ({"belief_group": "level", "belief_prior": "fixed"}, "needs --belief-prior fitted"),
         ({"belief_group": " ", "belief_prior": "fitted"}, "belief_group is empty"),
         ({"pool_size": 16, "pilot": 2}, "pilot·pool_size"),
     ],

@@ -90,7 +90,7 @@ def test_entrants_errors(tmp_path: Path) -> None:
         ([{"name": "x"}], r"entrant 1 \('x'\) needs an 'allocator'"),
         ([{"name": "x", "allocator": "unifrom"}], "entrant 'x': .*Did you mean 'uniform'"),
         # each entrant's full GRPOConfig is checked: a group prior needs a fitted prior
-        ([{"name": "x", "allocator": "uniform", "belief_group": "level"}],
+        ([{"name": "x", "allocator": "uniform", "belief_group": "level", "belief_prior": "fixed"}],
          "entrant 'x': belief_group 'level' .* needs --belief-prior fitted"),
         ([{"name": "x", "allocator": "thompson", "allocator_kwargs": {"horizon": 2}}],
          "entrant 'x': .*max_horizon"),

@@ -64,7 +64,7 @@ def test_simulator_allocators_run_unchanged(env: Any, spec: str) -> None:
     report = info["report"]
     assert trainer.step == step + 1 and report["rollouts"] == 32
     # the return is the step's final utility, and the report agrees with the env
-    assert total == pytest.approx(report["utility/informative"])
+    assert total == pytest.approx(report[f"utility/{trainer.utility}"])
     assert np.asarray(info["allocation"]).sum() == 32 and obs["budget_left"][0] == 0
 
 

@@ -133,7 +133,9 @@ def test_an_allocator_with_an_invalid_allocation_is_named(tiny_model_dir: Path) 
 
 def test_beliefs_carry_to_the_next_visit(tiny_model_dir: Path) -> None:
     task = make_task("arithmetic", seed=0, num_train=8, num_test=40)
-    trainer = GRPOTrainer(small_cfg(tiny_model_dir, allocator="bamdp"), task=task)
+    # a fixed prior and informative: every prompt gets rollouts (grouped fitted priors may skip)
+    cfg = small_cfg(tiny_model_dir, allocator="bamdp", belief_prior="fixed", utility="informative")
+    trainer = GRPOTrainer(cfg, task=task)
     first = trainer.train_step()
     assert first.rollouts == 32
     trainer.begin_step()  # the same 8 prompts again (the data set has 8)
