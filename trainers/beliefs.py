@@ -120,9 +120,11 @@ class BeliefStore:
         if len(ids) < self.min_fit:
             return
         n = len(ids)
-        a = np.fromiter((self._a[i] for i in ids), dtype=np.float64, count=n)
-        b = np.fromiter((self._b[i] for i in ids), dtype=np.float64, count=n)
-        age = step - np.fromiter((self._seen[i] for i in ids), dtype=np.float64, count=n)
+        # the three dicts gain their keys together (update, load_state_dict) and never lose
+        # one, so their values line up with ``ids``
+        a = np.fromiter(self._a.values(), dtype=np.float64, count=n)
+        b = np.fromiter(self._b.values(), dtype=np.float64, count=n)
+        age = step - np.fromiter(self._seen.values(), dtype=np.float64, count=n)
         w = self.decay ** np.maximum(age, 0.0)
         ev = np.stack([a * w, b * w], axis=1)  # [n, 2], as _evidence gives them
         live = ev.sum(axis=1) >= FIT_MIN_EVIDENCE
