@@ -107,7 +107,8 @@ class GRPOConfig:
         metadata=field_help(
             "unequal rounds: how the budget after the pilot splits across the rounds, as "
             "rollout counts summing to it ('384,128' at N = 512) or fractions summing to 1 "
-            "('0.75,0.25'); 'auto': 0.75,0.25 unless rounds or round_size is given; none: "
+            "('0.75,0.25'); 'auto': two equal rounds (0.5,0.5) unless rounds or round_size is "
+            "given; none: "
             "equal rounds; outcome-blind allocators such as uniform keep one round"
         ),
     )

@@ -174,7 +174,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
     - ``round_schedule``: unequal rounds instead of ``round_size`` (a spec such as ``"384,128"``
       or ``"0.75,0.25"`` for the completions after the pilot, all processes together:
       ``adaroll_env.parse_round_schedule``); each round a multiple of the processes;
-      outcome-blind allocators keep one round. Default ``"auto"``: ``"0.75,0.25"`` (the
+      outcome-blind allocators keep one round. Default ``"auto"``: ``"0.5,0.5"`` (the
       trainer's default, ``adaroll_env.schedules.DEFAULT_ROUND_SCHEDULE``) unless
       ``round_size`` is given; ``None``: equal rounds of ``round_size``.
     - ``pilot``: rollouts every prompt gets before the allocator's first decision.

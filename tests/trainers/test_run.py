@@ -162,20 +162,22 @@ def test_thread_defaults(tiny_model_dir: Path, tmp_path: Path, capsys: Any) -> N
 def test_round_size_is_public(tiny_model_dir: Path) -> None:
     uniform = GRPOTrainer(small_cfg(tiny_model_dir))
     assert uniform.round_size == uniform.cfg.rollout_budget == 8  # outcome-blind: one round
-    # adaptive: the default schedule 0.75,0.25 (6 + 2); equal rounds of B without it
-    assert GRPOTrainer(small_cfg(tiny_model_dir, allocator="bamdp")).round_size == 6
-    cfg = small_cfg(tiny_model_dir, allocator="bamdp", round_schedule=None)
-    assert GRPOTrainer(cfg).round_size == 4
+    # adaptive: the default schedule 0.5,0.5 (4 + 4); a given one; equal rounds of B without one
+    assert GRPOTrainer(small_cfg(tiny_model_dir, allocator="bamdp")).round_size == 4
+    three = small_cfg(tiny_model_dir, allocator="bamdp", round_schedule="0.75,0.25")
+    assert GRPOTrainer(three).round_size == 6
+    cfg = small_cfg(tiny_model_dir, allocator="bamdp", round_schedule=None, batch_size=2)
+    assert GRPOTrainer(cfg).round_size == 2
     ext = GRPOTrainer(small_cfg(tiny_model_dir), external=True)
-    assert ext.round_size == 6 and ext.allocator is None and ext.next_round_size == 0
+    assert ext.round_size == 4 and ext.allocator is None and ext.next_round_size == 0
     obs = ext.begin_step()
     sizes = []
     while ext.budget_left:
-        n = ext.next_round_size  # the schedule's next round: 6, then 2
+        n = ext.next_round_size  # the default schedule's next round: 4, then 4
         sizes.append(n)
         counts = np.bincount(np.arange(n) % 4, minlength=4)
         obs = ext.run_round(counts).observation
-    assert sizes == [6, 2]
+    assert sizes == [4, 4]
     assert ext.finish_step().rollouts == 8 and obs["budget_left"][0] == 0
     with pytest.raises(RuntimeError, match="external=True"):
         ext.train_step()
