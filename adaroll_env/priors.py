@@ -367,11 +367,11 @@ def fit_beta_binomial(
         p_s, p_f, p_n = psi[:u], psi[u : 2 * u], psi[2 * u :]
         t_s, t_f, t_n = tri[:u], tri[u : 2 * u], tri[2 * u :]
         d0, d1 = digamma([a, b, a + b]), _trigamma(np.array([a, b, a + b]))
-        ga = float(wk @ (p_s - p_n)) / total - (d0[0] - d0[2])
-        gb = float(wk @ (p_f - p_n)) / total - (d0[1] - d0[2])
-        haa = float(wk @ (t_s - t_n)) / total - (d1[0] - d1[2])
-        hbb = float(wk @ (t_f - t_n)) / total - (d1[1] - d1[2])
-        hab = -float(wk @ t_n) / total + d1[2]
+        ga = float(np.sum(wk * (p_s - p_n))) / total - (d0[0] - d0[2])
+        gb = float(np.sum(wk * (p_f - p_n))) / total - (d0[1] - d0[2])
+        haa = float(np.sum(wk * (t_s - t_n))) / total - (d1[0] - d1[2])
+        hbb = float(np.sum(wk * (t_f - t_n))) / total - (d1[1] - d1[2])
+        hab = -float(np.sum(wk * t_n)) / total + d1[2]
         g = np.array([a * ga, b * gb])  # chain rule to log space
         h = np.array([[a * a * haa + a * ga, a * b * hab], [a * b * hab, b * b * hbb + b * gb]])
         return g, h
