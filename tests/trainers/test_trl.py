@@ -204,7 +204,7 @@ def test_bamdp_spends_the_budget_in_ragged_groups_with_exact_advantages(
     assert len(records) == len(seen) == 6
     for rec, batch in zip(records, seen, strict=True):
         assert sum(rec.counts) == 32 == len(batch["prompts"])  # exactly the budget
-        assert rec.rounds == 4  # rounds of one rollout per prompt on average
+        assert rec.rounds == 2  # the default schedule: two equal rounds
         assert 0 <= rec.alloc_seconds <= rec.own_seconds < rec.seconds
         assert sorted(batch["prompts"]) == sorted(
             p for p, c in zip(rec.prompts, rec.counts, strict=True) for _ in range(c)
@@ -330,6 +330,7 @@ def test_allocator_breaking_the_rule_names_itself(
         dataset,
         tmp_path / "run",
         allocator="adaroll_trl_plugin:Greedy",
+        round_schedule=None,  # rounds of one rollout per prompt on average: 4 a decision
     )
     with pytest.raises(
         ValueError,
@@ -402,7 +403,7 @@ def test_accelerate_launch_two_cpu_processes_keep_replicas_identical(
     assert r0["counts"] == r1["counts"] and len(r0["counts"]) == 3
     assert all(sum(c) == 20 for c in r0["counts"])  # 5 prompts × 4, over both processes
     assert any(len(set(c)) > 1 for c in r0["counts"])
-    assert r0["rounds"] == [4, 4, 4]  # rounds of 6, 6, 6 and the 2 left
+    assert r0["rounds"] == [2, 2, 2]  # the default schedule: two rounds of 10 (5 each process)
     assert r0["local_rows"] == r1["local_rows"] == [10, 10, 10]
 
 
@@ -493,7 +494,14 @@ def test_belief_groups_from_a_dataset_column(
     recorded = trainer.belief_store.state_dict()["groups"]
     assert recorded and all(levels[i] == g for i, g in recorded)
     with pytest.raises(ValueError, match="needs belief_prior='fitted'"):
-        build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, belief_group="level")
+        build(
+            AllocatingGRPOTrainer,
+            tiny_model_dir,
+            dataset,
+            tmp_path,
+            belief_group="level",
+            belief_prior="fixed",
+        )
     bad = build(
         AllocatingGRPOTrainer,
         tiny_model_dir,
@@ -592,4 +600,4 @@ def test_competition_trains_each_allocator_and_evaluates(
     with pytest.raises(ValueError, match="allocators is empty"):
         TrlCompeteConfig(allocators=" , ")
     with pytest.raises(ValueError, match="needs --belief-prior fitted"):
-        TrlCompeteConfig(belief_group="level")
+        TrlCompeteConfig(belief_group="level", belief_prior="fixed")
