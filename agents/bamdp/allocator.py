@@ -342,8 +342,8 @@ class BAMDPAllocator(BaseAllocator):
         R = b.round_size
         B = b.rollouts.size
         M = int(min(R, b.capacity.max(), max(4, -(-4 * R // B))))
+        E = self._expected_indices(b, t, M)  # [B, M]
         while True:
-            E = self._expected_indices(b, t, M)  # [B, M]
             flat = E.ravel()
             q = np.repeat(np.arange(B), M)
             order = np.lexsort((q, -flat))[:R]  # largest first, ties to the lower index
@@ -351,7 +351,15 @@ class BAMDPAllocator(BaseAllocator):
             full = (counts >= M) & (b.capacity > M)
             if not full.any() or min(R, int(b.capacity.max())) <= M:
                 return counts
-            M = min(2 * M, R, int(b.capacity.max()))
+            # Only the questions that took all M slots need longer rows: another question's
+            # later entries are no larger than its first unchosen one (rows do not increase),
+            # and longer rows elsewhere only raise the bar, so they stay unchosen.
+            wider = min(2 * M, R, int(b.capacity.max()))
+            grown = np.full((B, wider), -np.inf)
+            grown[:, :M] = E
+            rows = np.flatnonzero(full)
+            grown[rows] = _expected_rows(b, t, wider, rows)
+            E, M = grown, wider
 
     def _expected_indices(self, b: Beliefs, t: _Tables, M: int) -> NDArray[np.float64]:
         """e_i(m) for m = 0..M−1, made non-increasing in m; −inf past a question's capacity.

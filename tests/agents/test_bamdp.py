@@ -214,6 +214,38 @@ def test_round_rows_memo_matches_full_recompute():
             obs, _, done, _, _ = env.step(action)
 
 
+def test_a_round_equals_the_top_r_of_full_width_rows():
+    """A large round that piles rollouts on a few questions (priors that make most hopeless or
+    solved) grows rows only where needed; its decision is the R largest expected indices of
+    rows computed at the full width for every question."""
+    from agents.bamdp.allocator import _expected_rows
+
+    rng = np.random.default_rng(5)
+    pairs = np.array([(0.05, 3.0), (3.0, 0.05), (0.6, 0.5), (0.2, 0.2)])  # four tables
+    for seed in range(3):
+        pick = pairs[rng.choice(4, size=32, p=[0.45, 0.45, 0.05, 0.05])]  # few viable
+        a, b = pick[:, 0], pick[:, 1]
+        env = gym.make(
+            "AdaRoll/BetaBernoulliRounds-v0",
+            num_questions=32,
+            budget=256,
+            round_size=128,
+            utility="snr(8)",
+        )
+        alloc = agents.make_allocator("bamdp", env, exact=False)
+        obs, _ = env.reset(seed=seed, options={"prior_alpha": tuple(a), "prior_beta": tuple(b)})
+        counts = alloc.allocate(obs)
+        beliefs = alloc.beliefs(obs)
+        tables = alloc.tables_for_obs(beliefs)
+        width = int(min(128, beliefs.capacity.max()))
+        rows = np.arange(32)
+        E = _expected_rows(beliefs, tables, width, rows)
+        q = np.repeat(rows, width)
+        order = np.lexsort((q, -E.ravel()))[:128]
+        np.testing.assert_array_equal(counts, np.bincount(q[order], minlength=32))
+        assert counts.max() >= 16  # a question took all 16 first slots: its row had to grow
+
+
 def test_per_episode_priors_from_the_observation():
     env = gym.make(
         "AdaRoll/BetaBernoulli-v0", num_questions=2, budget=4, prior_alpha=1.0, prior_beta=1.0
