@@ -410,9 +410,12 @@ class GRPOConfig:
     def schedule_spec(self) -> str | None:
         """The round schedule a step uses, ``"auto"`` resolved
         (``adaroll_env.schedules.resolve_schedule_spec``): the default schedule unless
-        ``rounds`` or ``round_size`` is given."""
+        ``rounds`` or ``round_size`` is given, or the allocator is a learned ``sb3:`` model,
+        which keeps the round rule it was trained for (rounds of B, as ``sb3:pretrained``)."""
         from adaroll_env.schedules import resolve_schedule_spec
 
+        if self.round_schedule == "auto" and str(self.allocator).startswith("sb3:"):
+            return None
         prompts = self.pool_size if self.pool_size is not None else self.batch_size
         return resolve_schedule_spec(
             self.round_schedule,

@@ -168,6 +168,9 @@ def test_round_size_is_public(tiny_model_dir: Path) -> None:
     assert GRPOTrainer(three).round_size == 6
     cfg = small_cfg(tiny_model_dir, allocator="bamdp", round_schedule=None, batch_size=2)
     assert GRPOTrainer(cfg).round_size == 2
+    # a learned allocator keeps the round rule it was trained for: rounds of B
+    learned = small_cfg(tiny_model_dir, allocator="sb3:pretrained", group_size=8)
+    assert GRPOTrainer(learned).round_size == 4
     ext = GRPOTrainer(small_cfg(tiny_model_dir), external=True)
     assert ext.round_size == 4 and ext.allocator is None and ext.next_round_size == 0
     obs = ext.begin_step()
