@@ -436,10 +436,11 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         ids = [prompt_key(p) for p in prompts]
         groups = self._groups(firsts)
         step = int(self.state.global_step)
+        t = time.perf_counter()  # the priors (and their refits) count as allocation time
         alpha, beta = self.belief_store.prior(ids, step, groups)
+        alloc_seconds = time.perf_counter() - t
         params = self._params(U, self.rounds_size, (tuple(alpha.tolist()), tuple(beta.tolist())))
         state = am.initial_state(params)
-        alloc_seconds = 0.0
         if self.accelerator.is_main_process:
             t = time.perf_counter()
             self.allocator.reset(params, seed=derive_seed(self.args.seed, ALLOCATOR, step))
@@ -464,7 +465,9 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
             reward_parts.append(rewards)
             order_parts.append(order)
             local_rows.extend(round_rows)
+        t = time.perf_counter()
         self.belief_store.update(ids, state.successes, state.failures, step, groups=groups)
+        alloc_seconds += time.perf_counter() - t
         self._pending = self._pending_batch(gen_parts, reward_parts, order_parts, state)
         record = AllocationRecord(
             step=step,

@@ -130,7 +130,7 @@ class AllocationRecord:
     counts: list[int]  #: rollouts each prompt got, in the batch's prompt order
     successes: list[int]  #: of which successes (reward >= ``success_threshold``)
     rounds: int  #: generation rounds, the pilot included
-    alloc_seconds: float  #: time inside the allocator (reset and allocate)
+    alloc_seconds: float  #: allocator reset and decisions, belief-store priors and update
     seconds: float  #: wall time of the whole generate-and-score call
     #: time in this subclass's own code (gathering rows, allocating, grouping, beliefs,
     #: advantages, metrics): the call's wall time less TRL's generate, score and batch building
