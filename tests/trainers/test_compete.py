@@ -164,7 +164,9 @@ def test_a_small_competition(tiny_model_dir: Path, tmp_path: Path) -> None:
     def seen(a: str, s: int) -> list[int]:
         return sorted(json.loads((cfg.run_dir(a, s) / "beliefs.json").read_text())["ids"])
 
-    assert seen("uniform", 0) == seen("bamdp", 0) != seen("uniform", 1)
+    # (the store records a prompt once it got a rollout: bamdp may give some none)
+    assert seen("bamdp", 0) and set(seen("bamdp", 0)) <= set(seen("uniform", 0))
+    assert seen("uniform", 0) != seen("uniform", 1)
     # a rerun finds every run finished and only re-tabulates
     stamp = (cfg.run_dir("bamdp", 1) / "summary.json").stat().st_mtime
     main(cfg)
@@ -276,7 +278,7 @@ def test_entrants_run_with_their_own_settings(tiny_model_dir: Path, tmp_path: Pa
         fitted = json.loads((cfg.run_dir("ts-fitted", seed) / "config.json").read_text())
         assert ts["allocator_kwargs"] == '{"max_horizon": 3}' and ts["rounds"] is None
         assert (ts["belief_prior"], ts["belief_decay"], ts["utility"]) == (
-            "fixed", 0.95, "informative")  # fmt: skip
+            "fitted", 0.95, "snr(8)")  # the defaults  # fmt: skip
         assert (fitted["belief_prior"], fitted["belief_decay"], fitted["utility"]) == (
             "fitted", 0.5, "grpo_signal")  # fmt: skip
         assert fitted["rounds"] == 2 and fitted["allocator_kwargs"] is None
