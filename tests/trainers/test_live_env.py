@@ -112,3 +112,37 @@ def test_an_sb3_algorithm_learns_on_it(env: Any) -> None:
     ppo_after = list(model.policy.parameters())
     moved = [not torch.equal(a, b) for a, b in zip(ppo_before, ppo_after, strict=True)]
     assert sum(moved) >= len(moved) // 2, moved
+
+
+@pytest.mark.parametrize(("kw", "sizes"), [({}, [16, 16]), ({"round_schedule": "24,8"}, [24, 8])])
+def test_the_round_schedule_reaches_the_live_env(
+    tiny_model_dir: Path, kw: dict[str, Any], sizes: list[int]
+) -> None:
+    """By default an episode is two equal rounds; a schedule sets each round's size, which the
+    observation's budget and the env's own checks follow."""
+    gym.register_envs(adaroll_env)
+    e = gym.make(
+        adaroll_env.LIVE_ENV_ID,
+        model=str(tiny_model_dir),
+        batch_size=4,
+        group_size=8,
+        device="cpu",
+        eval_every=0,
+        tensorboard=False,
+        progress=False,
+        threads=1,
+        **kw,
+    )
+    try:
+        obs, _ = e.reset(seed=0)
+        seen, done = [], False
+        while not done:
+            left = int(obs["budget_left"][0])
+            n = e.unwrapped.trainer.next_round_size
+            seen.append(n)
+            counts = np.bincount(np.arange(n) % 4, minlength=4)
+            obs, _, done, _, info = e.step(adaroll_env.encode_counts(counts))
+            assert int(obs["budget_left"][0]) == left - n
+        assert seen == sizes and info["report"]["rounds"] == len(sizes)
+    finally:
+        e.close()
