@@ -43,21 +43,31 @@ DEFAULT_ROUND_SCHEDULE = "0.5,0.5"
 
 
 def resolve_schedule_spec(
-    spec: str | None, *, rounds: int | None = None, round_size: int | None = None, budget: int
+    spec: str | None,
+    *,
+    rounds: int | None = None,
+    round_size: int | None = None,
+    budget: int,
+    allocator: Any = None,
 ) -> str | None:
     """The schedule spec a step uses: ``"auto"`` is ``DEFAULT_ROUND_SCHEDULE`` when neither
     ``rounds`` nor ``round_size`` is given and the ``budget`` after the pilot is at least 4
-    rollouts, else none (those settings size the rounds); any other spec is
-    returned as it is.
+    rollouts, else none (those settings size the rounds), and none for a learned
+    ``"sb3:..."`` allocator, which keeps the round rule it was trained for (rounds of B, as
+    ``sb3:pretrained``); any other spec is returned as it is. The trainer, TRL and
+    ``adaroll bench --from-run`` all resolve it here.
 
     >>> resolve_schedule_spec("auto", budget=512)
     '0.5,0.5'
     >>> resolve_schedule_spec("auto", rounds=2, budget=512) is None
     True
+    >>> resolve_schedule_spec("auto", budget=512, allocator="sb3:pretrained") is None
+    True
     """
     if spec != "auto":
         return spec
-    if rounds is not None or round_size is not None or int(budget) < 4:
+    learned = isinstance(allocator, str) and allocator.startswith("sb3:")
+    if learned or rounds is not None or round_size is not None or int(budget) < 4:
         return None
     return DEFAULT_ROUND_SCHEDULE
 

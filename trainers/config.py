@@ -414,14 +414,13 @@ class GRPOConfig:
         which keeps the round rule it was trained for (rounds of B, as ``sb3:pretrained``)."""
         from adaroll_env.schedules import resolve_schedule_spec
 
-        if self.round_schedule == "auto" and str(self.allocator).startswith("sb3:"):
-            return None
         prompts = self.pool_size if self.pool_size is not None else self.batch_size
         return resolve_schedule_spec(
             self.round_schedule,
             rounds=self.rounds,
             round_size=self.round_size,
             budget=self.rollout_budget - self.pilot * prompts,
+            allocator=self.allocator,
         )
 
     @property

@@ -235,15 +235,11 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         self.max_group = max_group
         self.round_size = round_size
         self._build_allocator(allocator, allocator_kwargs, round_size)
-        learned = isinstance(allocator, str) and allocator.startswith("sb3:")
-        spec = (
-            None
-            if learned and round_schedule == "auto"
-            else resolve_schedule_spec(
-                round_schedule,
-                round_size=round_size,
-                budget=self.num_prompts * (self.group_budget - self.pilot),
-            )
+        spec = resolve_schedule_spec(
+            round_schedule,
+            round_size=round_size,
+            budget=self.num_prompts * (self.group_budget - self.pilot),
+            allocator=allocator,
         )
         if spec is not None:
             self._set_schedule(spec)

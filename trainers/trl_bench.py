@@ -170,7 +170,15 @@ def run_block(cfg: TrlOverheadConfig, variant: str, task: Any) -> list[dict[str,
         if variant == "trl":
             trainer = trl.GRPOTrainer(**kwargs)
         else:
-            trainer = AllocatingGRPOTrainer(**kwargs, allocator=variant)
+            # the settings the README's figures were measured with (the defaults then): rounds
+            # of B, informative, a fixed prior
+            trainer = AllocatingGRPOTrainer(
+                **kwargs,
+                allocator=variant,
+                round_schedule=None,
+                utility="informative",
+                belief_prior="fixed",
+            )
         _timer(trainer, "_generate_and_score_completions", phases["gen_score"])
         _timer(trainer, "_generate_single_turn", phases["generate"])
         _timer(trainer, "_calculate_rewards", phases["reward"])

@@ -65,6 +65,14 @@ class TrlCompeteConfig:
         default="level",
         metadata=_help("a dataset column grouping fitted priors (e.g. 'level'), or 'none'"),
     )
+    round_schedule: str = field(
+        default="auto",
+        metadata=_help(
+            "the adaptive allocators' rounds: 'auto' (two equal rounds), 'none' (one rollout "
+            "per prompt a round on average, the first TRL competitions) or a spec such as "
+            "'0.75,0.25'"
+        ),
+    )
 
     def __post_init__(self) -> None:
         for name in (
@@ -91,6 +99,13 @@ class TrlCompeteConfig:
         get_utility(self.utility)  # an unknown name raises, suggesting the closest
         if self.belief_prior not in ("fixed", "fitted"):
             raise ValueError(f"belief_prior must be 'fixed' or 'fitted', got {self.belief_prior!r}")
+        if self.round_schedule not in ("auto", "none"):
+            from adaroll_env.schedules import parse_round_schedule
+
+            try:  # the budget of one generation batch: B prompts × G
+                parse_round_schedule(self.round_schedule, self.batch_size * self.group_size)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"round_schedule: {exc}") from None
         if self.belief_group != "none" and self.belief_prior != "fitted":
             raise ValueError(
                 f"belief_group {self.belief_group!r} needs --belief-prior fitted (one fitted "
@@ -176,6 +191,7 @@ def run_one(cfg: TrlCompeteConfig, allocator: str, seed: int) -> dict[str, Any]:
             utility=cfg.utility,
             belief_prior=cfg.belief_prior,
             belief_group=None if cfg.belief_group == "none" else cfg.belief_group,
+            round_schedule=None if cfg.round_schedule == "none" else cfg.round_schedule,
         )
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")

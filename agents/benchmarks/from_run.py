@@ -222,6 +222,7 @@ def sim_setup(run: RunRecord) -> SimSetup:
             rounds=s.rounds,
             round_size=s.round_size,
             budget=s.budget - s.pilot * questions,
+            allocator=s.allocator,
         ),
         pilot_rollouts=s.pilot * questions,
     )

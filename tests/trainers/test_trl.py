@@ -601,3 +601,6 @@ def test_competition_trains_each_allocator_and_evaluates(
         TrlCompeteConfig(allocators=" , ")
     with pytest.raises(ValueError, match="needs --belief-prior fitted"):
         TrlCompeteConfig(belief_group="level", belief_prior="fixed")
+    with pytest.raises(ValueError, match="round_schedule"):
+        TrlCompeteConfig(round_schedule="100,29")  # not B·G = 128 rollouts
+    assert TrlCompeteConfig(round_schedule="96,32").round_schedule == "96,32"
