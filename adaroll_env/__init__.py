@@ -57,7 +57,9 @@ for _env_id, _entry in _ENTRY_POINTS.items():
 LIVE_ENV_ID = "AdaRoll/GRPOTraining-v0"
 if LIVE_ENV_ID not in gym.registry:
     gym.register(
-        id=LIVE_ENV_ID, entry_point="trainers.live_env:GRPOTrainingEnv", nondeterministic=True
+        id=LIVE_ENV_ID,
+        entry_point="trainers.allocation.live_env:GRPOTrainingEnv",
+        nondeterministic=True,
     )
 
 __all__ = [

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from adaroll_env.moved import alias_modules
 from agents.base import Allocator, BaseAllocator, Beliefs, read_beliefs
 from agents.checker import AllocatorCheckError, check_allocator
 from agents.contract import AllocationError, check_allocation
@@ -22,21 +23,36 @@ from agents.registry import (
 register_allocator("uniform", "agents.baselines:UniformAllocator")
 register_allocator("bamdp", "agents.bamdp.allocator:BAMDPAllocator")
 register_allocator("random", "agents.baselines:RandomAllocator")
-register_allocator("oracle", "agents.bandits:OracleAllocator")
-register_allocator("thompson", "agents.bandits:ThompsonAllocator")
-register_allocator("bayes_ucb", "agents.bandits:BayesUCBAllocator")
-register_allocator("knowledge_gradient", "agents.bandits:KnowledgeGradientAllocator")
-register_allocator("greedy", "agents.bandits:GreedyAllocator")
-register_allocator("variance", "agents.bandits:VarianceAllocator")
+register_allocator("oracle", "agents.bandits.allocators:OracleAllocator")
+register_allocator("thompson", "agents.bandits.allocators:ThompsonAllocator")
+register_allocator("bayes_ucb", "agents.bandits.allocators:BayesUCBAllocator")
+register_allocator("knowledge_gradient", "agents.bandits.allocators:KnowledgeGradientAllocator")
+register_allocator("greedy", "agents.bandits.allocators:GreedyAllocator")
+register_allocator("variance", "agents.bandits.allocators:VarianceAllocator")
 
-register_allocator("vip", "agents.literature:VIPAllocator")
-register_allocator("knapsack", "agents.literature:KnapsackAllocator")
-register_allocator("reinforce_ada", "agents.literature:ReinforceAdaAllocator")
-register_allocator("pilot_commit", "agents.literature:PilotCommitAllocator")
-register_allocator("greso", "agents.literature:GresoAllocator")
+register_allocator("vip", "agents.literature.allocators:VIPAllocator")
+register_allocator("knapsack", "agents.literature.allocators:KnapsackAllocator")
+register_allocator("reinforce_ada", "agents.literature.allocators:ReinforceAdaAllocator")
+register_allocator("pilot_commit", "agents.literature.allocators:PilotCommitAllocator")
+register_allocator("greso", "agents.literature.allocators:GresoAllocator")
+
+#: old module path -> new one (version 4); each imports with a ``DeprecationWarning`` for one
+#: release. The run-directory reader and ``--from-run`` moved to ``trainers`` (they read trainer
+#: runs), so their old paths here import ``trainers`` modules: use the new paths.
+MOVED = {
+    "agents.bandit_values": "agents.bandits.value_tables",
+    "agents.benchmark": "agents.benchmarks",
+    "agents.benchmarks.from_run": "trainers.experiments.sim_to_real",
+    "agents.benchmarks.from_run_report": "trainers.experiments.sim_to_real_report",
+    "agents.benchmarks.run_files": "trainers.run.run_files",
+    "agents.exact": "agents.policy_value",
+    "agents.literature_plans": "agents.literature.planners",
+}
+alias_modules(MOVED)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "MOVED",
     "AllocationError",
     "Allocator",
     "AllocatorCheckError",

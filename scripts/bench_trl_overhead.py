@@ -5,12 +5,13 @@ rounds, with the breakdown of a step.
     python scripts/bench_trl_overhead.py [--batch-size 16] [--group-size 8] [--blocks 5]
         [--steps 6] [--threads 1] [--out runs/bench_trl_overhead]
 
-Needs the trl extra: pip install -e ".[trl]". The logic lives in trainers/trl_bench.py.
+Needs the trl extra: pip install -e ".[trl]". The logic lives in
+trainers/benchmarks/trl_overhead.py.
 """
 
 from __future__ import annotations
 
-from trainers.trl_bench import main, parse_args
+from trainers.benchmarks.trl_overhead import main, parse_args
 
 if __name__ == "__main__":
     main(parse_args())

@@ -15,10 +15,10 @@ from typing import Any
 
 from trl import GRPOConfig
 
-from trainers.models import load_policy
+from trainers.models.loading import load_policy
 from trainers.tasks import make_task
-from trainers.trl import AllocatingGRPOTrainer as GRPOTrainer  # the one changed line
-from trainers.trl import task_dataset, task_reward
+from trainers.trl.trainer import AllocatingGRPOTrainer as GRPOTrainer  # the one changed line
+from trainers.trl.trainer import task_dataset, task_reward
 
 
 def main(allocator: str = "bamdp", max_steps: int = 30, out: str = "runs/trl_example") -> Any:

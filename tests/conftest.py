@@ -27,7 +27,7 @@ def tiny_model_dir() -> Path:
     Built on first use into the suite's cache (``$ADAROLL_CACHE_DIR/models/tiny-<digest>``), so
     later sessions reuse it; a file lock makes concurrent xdist workers build it once.
     """
-    from trainers.models import ensure_tiny_model
+    from trainers.models.loading import ensure_tiny_model
 
     path = Path(ensure_tiny_model())
     assert TEST_CACHE in path.parents, f"the tiny model was built outside the test cache: {path}"
@@ -37,7 +37,7 @@ def tiny_model_dir() -> Path:
 @pytest.fixture
 def tiny_policy(tiny_model_dir: Path):
     """A fresh ``(model, tokenizer)`` of the tiny model for one test (safe to train in place)."""
-    from trainers.models import load_policy
+    from trainers.models.loading import load_policy
 
     return load_policy(str(tiny_model_dir))
 

@@ -69,7 +69,7 @@ def test_importing_the_lower_layers_loads_no_torch(package: str) -> None:
 def test_every_trainers_module_imports() -> None:
     modules, failed = loaded("trainers", walk=True)
     assert all(any(x in msg for x in OPTIONAL) for msg in failed.values()), failed
-    assert "trainers.trainer" in modules and "trainers.benchmarks.trainer" in modules
+    assert "trainers.grpo.trainer" in modules and "trainers.benchmarks.trainer" in modules
 
 
 def test_no_import_cycle_among_trainers_modules() -> None:

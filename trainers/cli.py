@@ -20,9 +20,9 @@ _running: list[str] | None = None
 #: subcommand -> (module, config class, main function, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str, str, str]] = {
     "bench": (
-        "agents.benchmark",
+        "agents.benchmarks",
         "BenchConfig",
-        "main",
+        "trainers.cli:bench",
         "benchmark allocators on the simulated environments",
     ),
     "solve": (
@@ -38,7 +38,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, str]] = {
         "train a stable-baselines3 allocator (loads as allocator sb3:<path>)",
     ),
     "pretrain-tiny": (
-        "trainers.pretrain",
+        "trainers.models.warm_start",
         "PretrainConfig",
         "main",
         "warm-start the tiny model on arithmetic (what the model name 'tiny' loads)",
@@ -46,16 +46,28 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, str]] = {
     "grpo": (
         "trainers.grpo",
         "GRPOConfig",
-        "trainers.run:main",
+        "trainers.run.grpo_command:main",
         "train a model with GRPO, rollouts placed by an allocator (metrics, eval, checkpoints)",
     ),
     "compete": (
-        "trainers.compete",
+        "trainers.experiments.compete",
         "CompeteConfig",
         "main",
         "allocators compete in real GRPO training: same checkpoint, data, seeds and budget",
     ),
 }
+
+
+def bench(cfg: Any) -> Any:
+    """``adaroll bench``: the simulator benchmark (``agents.benchmarks.main``), or with
+    ``--from-run`` the sim-to-real check of trainer runs (``trainers.experiments.sim_to_real``)."""
+    if cfg.from_run:
+        from trainers.experiments.sim_to_real import main as from_run_main
+
+        return from_run_main(cfg)
+    from agents.benchmarks import main as bench_main
+
+    return bench_main(cfg)
 
 
 def _command_of(argv: Sequence[str]) -> str | None:
@@ -127,7 +139,7 @@ def _main(argv: list[str]) -> int:
     module, cls_name, fn_name, _ = SUBCOMMANDS[args.command]
     mod = importlib.import_module(module)
     cls = getattr(mod, cls_name)
-    from trainers.stopping import RunInterrupted
+    from trainers.run.stopping import RunInterrupted
 
     try:
         cfg = config_from_args(cls, args)

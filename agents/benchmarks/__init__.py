@@ -9,12 +9,14 @@ The allocator benchmark behind ``adaroll bench`` is split by concern:
 - ``files``: the run directory (config, versions, summary, episodes, table, plots);
 - ``mechanism``: what the final counts give GRPO (gradient-carrying rollouts, informative
   prompts and fraction), reported beside every utility;
-- ``from_run`` (with ``run_files`` and ``from_run_report``): ``adaroll bench --from-run``, the
-  simulator's prediction of a training run's figures against the live ones.
+
+``adaroll bench --from-run`` (the simulator's prediction of a training run's figures against the
+live ones) reads trainer run directories, so it lives with the trainer:
+``trainers.experiments.sim_to_real``; the ``adaroll bench`` command dispatches to it.
 
 Reports built on it: ``bamdp`` (``scripts/bench_bamdp.py``) and ``sb3`` (``scripts/bench_sb3.py``).
 A run directory keeps the exact config, library versions, every episode (CSV), the summary
-(JSON/CSV), the printed table and PNG plots. ``agents.benchmark`` re-exports this API.
+(JSON/CSV), the printed table and PNG plots.
 """
 
 from __future__ import annotations

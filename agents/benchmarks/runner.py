@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -36,9 +36,6 @@ from agents.benchmarks.statistics import summarise
 from agents.benchmarks.tables import format_tables
 from agents.policy_value import exact_value
 from agents.registry import make_allocator
-
-if TYPE_CHECKING:
-    from agents.benchmarks.from_run import FromRunResult
 
 
 def episode_seeds(master: int, episode: int) -> tuple[int, int]:
@@ -239,15 +236,18 @@ def run_benchmark(cfg: BenchConfig, *, write: bool = True) -> BenchResult:
     return BenchResult(rows=rows, episodes=episodes, run_dir=run_dir)
 
 
-def main(cfg: BenchConfig) -> BenchResult | FromRunResult:
-    """Run the benchmark, print the table and say where the run directory is; with
-    ``cfg.from_run``, the sim-to-real check of those runs instead (``from_run.main``)."""
+def main(cfg: BenchConfig) -> BenchResult:
+    """Run the benchmark, print the table and say where the run directory is.
+
+    ``cfg.from_run`` (trainer run directories) is the trainers layer's
+    ``trainers.experiments.sim_to_real.main``, where ``adaroll bench --from-run`` goes."""
     from rich.console import Console
 
     if cfg.from_run:
-        from agents.benchmarks import from_run
-
-        return from_run.main(cfg)
+        raise ValueError(
+            f"from_run ({cfg.from_run}) replays trainer runs, which the trainers layer reads: "
+            "call trainers.experiments.sim_to_real.main(cfg), as `adaroll bench --from-run` does"
+        )
     console = Console() if Console().is_terminal else Console(width=120)
     result = run_benchmark(cfg)
     for table in format_tables(result.rows, cfg):

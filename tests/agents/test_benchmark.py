@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from agents.benchmark import BenchConfig, episode_seeds, mean_ci, run_benchmark
+from agents.benchmarks import BenchConfig, episode_seeds, mean_ci, run_benchmark
 
 
 def _cfg(tmp_path, **kw):

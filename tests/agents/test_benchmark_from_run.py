@@ -9,8 +9,8 @@ import pytest
 
 from adaroll_env.arguments import parse_config
 from adaroll_env.priors import BetaMixture, fit_beta_binomial
-from agents.benchmark import BenchConfig
-from agents.benchmarks.from_run import (
+from agents.benchmarks import BenchConfig
+from trainers.experiments.sim_to_real import (
     evidence_steps,
     fit_truth,
     live_figures,
@@ -18,8 +18,8 @@ from agents.benchmarks.from_run import (
     run_from_runs,
     sim_setup,
 )
-from agents.benchmarks.from_run_report import rankings
-from agents.benchmarks.run_files import read_run, runs_of
+from trainers.experiments.sim_to_real_report import rankings
+from trainers.run.run_files import read_run, runs_of
 
 CONFIG = {
     "allocator": "uniform",

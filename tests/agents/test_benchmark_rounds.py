@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from adaroll_env.arguments import parse_config
-from agents.benchmark import BenchConfig, mean_ci, run_benchmark
+from agents.benchmarks import BenchConfig, mean_ci, run_benchmark
 from agents.benchmarks.mechanism import mechanism
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import agents
 from agents import AllocationError, AllocatorCheckError, check_allocation
-from agents.benchmark import BenchConfig, run_benchmark
+from agents.benchmarks import BenchConfig, run_benchmark
 
 
 def test_rules_and_numbers():

@@ -14,8 +14,8 @@ from pathlib import Path
 import torch
 
 from trainers.grpo import GRPOConfig
-from trainers.run import save_checkpoint
-from trainers.trainer import GRPOTrainer
+from trainers.grpo.trainer import GRPOTrainer
+from trainers.run.grpo_command import save_checkpoint
 
 
 def main(model_dir: str, out: str) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from trainers.grpo import GRPOConfig
-from trainers.trainer import GRPOTrainer
+from trainers.grpo.trainer import GRPOTrainer
 
 
 def cfg(model_dir: Path, **kw: Any) -> GRPOConfig:
@@ -85,7 +85,7 @@ def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir, tmp_path):
     # beliefs.json carries what the simulator needs: counts, groups, group fits, calibration
     import json
 
-    from trainers.run import write_beliefs
+    from trainers.run.grpo_command import write_beliefs
 
     path = tmp_path / "beliefs.json"
     write_beliefs(t, path)
@@ -121,7 +121,7 @@ def test_belief_groups_by_a_jsonl_column(tiny_model_dir, tmp_path):
     """--belief-group <column> groups a jsonl task's prompts by that column of their rows."""
     import json
 
-    from trainers.run import write_beliefs
+    from trainers.run.grpo_command import write_beliefs
 
     rows = [
         {"question": f"{a}+{a}=", "answer": str(2 * a), "subject": "sums" if a % 2 else "other"}

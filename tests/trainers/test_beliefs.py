@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trainers.beliefs import BeliefStore
+from trainers.allocation.beliefs import BeliefStore
 
 
 def test_forgetting_by_hand() -> None:

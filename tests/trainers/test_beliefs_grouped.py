@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from adaroll_env.priors import fit_beta_binomial
-from trainers.beliefs import BeliefStore
+from trainers.allocation.beliefs import BeliefStore
 
 
 def _two_level_store(**kw):

@@ -10,7 +10,7 @@ import pytest
 
 from trainers.benchmarks.trainer import RESULTS_FILE, TrainerBenchConfig, main
 from trainers.grpo import GRPOConfig
-from trainers.models import build_tiny_model, build_tiny_tokenizer
+from trainers.models.loading import build_tiny_model, build_tiny_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,7 @@ def test_bad_input_exits_2_with_fix(capsys):
 
 def test_imports_stay_light():
     code = (
-        "import sys, adaroll_env, agents, trainers, trainers.cli, agents.benchmark; "
+        "import sys, adaroll_env, agents, trainers, trainers.cli, agents.benchmarks; "
         "heavy = [m for m in ('torch', 'transformers', 'stable_baselines3') if m in sys.modules]; "
         "print(heavy); sys.exit(1 if heavy else 0)"
     )

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from trainers.collate import collate_prompt_completions, pad_batch, pad_rows, position_ids
 from trainers.grpo import per_token_logps
+from trainers.grpo.collate import collate_prompt_completions, pad_batch, pad_rows, position_ids
 
 
 def test_pad_rows_right_and_left_by_hand():

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from trainers.compete import CompeteConfig, main, rollouts_to_reach, tabulate
-from trainers.compete_stats import curve_auc
+from trainers.experiments.compete import CompeteConfig, main, rollouts_to_reach, tabulate
+from trainers.experiments.statistics import curve_auc
 from trainers.grpo import GRPOConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,8 +184,8 @@ def test_a_signal_stops_the_workers_each_run_resumable(
     import sys
     import time
 
-    from trainers.run import checkpoint_dirs, read_jsonl
-    from trainers.run import main as run_main
+    from trainers.run.grpo_command import checkpoint_dirs, read_jsonl
+    from trainers.run.grpo_command import main as run_main
 
     out = tmp_path / "c"
     args = ["compete", "--allocators", "uniform,bamdp", "--seeds", "1", "--workers", "2",
@@ -230,7 +230,7 @@ def test_a_missing_model_is_refused_before_anything_is_written(
 
 
 def test_entrants_take_a_round_schedule(tiny_model_dir: Path, tmp_path: Path) -> None:
-    from trainers.trainer import GRPOTrainer
+    from trainers.grpo.trainer import GRPOTrainer
 
     entrants = [
         {"name": "u", "allocator": "uniform"},
@@ -256,8 +256,8 @@ def test_entrants_take_a_round_schedule(tiny_model_dir: Path, tmp_path: Path) ->
 @pytest.mark.slow
 def test_entrants_run_with_their_own_settings(tiny_model_dir: Path, tmp_path: Path) -> None:
     from trainers.cli import main as cli
-    from trainers.models import weights_sha256
-    from trainers.run import read_jsonl
+    from trainers.models.loading import weights_sha256
+    from trainers.run.grpo_command import read_jsonl
 
     entrants = [
         {"name": "ts", "allocator": "thompson", "allocator_kwargs": {"max_horizon": 3}},
@@ -362,7 +362,7 @@ def test_curve_auc_is_the_mean_over_rollouts() -> None:
 
 
 def test_runs_written_before_a_metric_existed_show_a_dash() -> None:
-    from trainers.compete_stats import mechanism
+    from trainers.experiments.statistics import mechanism
 
     old = [{"metrics": [{"step": 0, "trained_rollouts": 6, "informative_frac": 0.5,
                          "step_seconds": 2.0, "alloc_overhead": 0.1}]}]  # fmt: skip

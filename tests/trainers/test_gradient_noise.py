@@ -1,4 +1,5 @@
-"""The gradient-noise ratio κ (trainers.gradient_noise) and its measurement in the trainer."""
+"""The gradient-noise ratio κ (trainers.allocation.gradient_noise) and its measurement in the
+trainer."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from trainers.gradient_noise import Projection, noise_ratio
+from trainers.allocation.gradient_noise import Projection, noise_ratio
 from trainers.grpo import GRPOConfig
-from trainers.trainer import GRPOTrainer
+from trainers.grpo.trainer import GRPOTrainer
 
 
 @pytest.mark.parametrize("sb, sw", [(1.0, 2.0), (2.0, 1.0), (1.0, 0.5)])
@@ -108,7 +109,7 @@ def test_measuring_changes_no_update(tiny_model_dir):
 
 
 def test_auto_kappa_follows_the_median_on_a_grid():
-    from trainers.gradient_noise import AutoKappa
+    from trainers.allocation.gradient_noise import AutoKappa
 
     auto = AutoKappa(window=3)
     assert auto.utility == "snr(8)"  # until three measurements exist

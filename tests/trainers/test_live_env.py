@@ -33,7 +33,9 @@ def env(tiny_model_dir: Path) -> Any:
 
 def test_importing_adaroll_env_registers_the_live_env_lazily() -> None:
     spec = gym.spec(adaroll_env.LIVE_ENV_ID)
-    assert spec.nondeterministic and spec.entry_point == "trainers.live_env:GRPOTrainingEnv"
+    assert (
+        spec.nondeterministic and spec.entry_point == "trainers.allocation.live_env:GRPOTrainingEnv"
+    )
 
 
 def test_gymnasium_and_sb3_checkers(env: Any) -> None:

@@ -2,6 +2,7 @@ import json
 import string
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 from trainers import cli
 from trainers import models as models_mod
-from trainers.models import (
+from trainers.models.loading import (
     TINY_METADATA_FILE,
     TinyConfig,
     build_tiny_model,
@@ -20,7 +21,7 @@ from trainers.models import (
     resolve_model_dir,
     tiny_model_dir,
 )
-from trainers.pretrain import PretrainConfig, evaluate, sample_completions, train_and_save
+from trainers.models.warm_start import PretrainConfig, evaluate, sample_completions, train_and_save
 from trainers.tasks import make_task
 
 ARITHMETIC = ["37+5=42", "0+0=0", "123+877=1000", "91-9=82", "12*34=408", "7*8="]
@@ -167,11 +168,11 @@ def test_ensure_tiny_model_builds_once_under_concurrency(tmp_path, monkeypatch):
         calls.append(directory)
         time.sleep(0.3)  # long enough for the other threads to reach the lock
         (tmp_path / "marker").write_text("x")
-        out = models_mod.Path(directory)
+        out = Path(directory)
         (out / TINY_METADATA_FILE).write_text("{}")
         return out
 
-    monkeypatch.setattr("trainers.pretrain.train_and_save", fake_train)
+    monkeypatch.setattr("trainers.models.warm_start.train_and_save", fake_train)
     cfg = PretrainConfig(**SMALL)
     results = []
     threads = [
@@ -198,7 +199,7 @@ def test_ensure_tiny_model_cleans_up_a_failed_build(tmp_path, monkeypatch):
     def failing_train(cfg, directory):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("trainers.pretrain.train_and_save", failing_train)
+    monkeypatch.setattr("trainers.models.warm_start.train_and_save", failing_train)
     cfg = PretrainConfig(**SMALL)
     with pytest.raises(RuntimeError, match="boom"):
         ensure_tiny_model(cfg, announce=False)
@@ -390,18 +391,18 @@ def test_the_hf_engine_samples_without_the_dropout_modules_copied():
 
 
 def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
-    from trainers.paths import cache_dir
+    from trainers.models.paths import cache_dir
 
     monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tmp_path / "c"))
     assert cache_dir() == tmp_path / "c"
     assert tiny_model_dir().parent == tmp_path / "c" / "models"
     monkeypatch.delenv("ADAROLL_CACHE_DIR")
-    assert cache_dir() == models_mod.Path.home() / ".cache" / "adaroll"
+    assert cache_dir() == Path.home() / ".cache" / "adaroll"
     assert cache_dir(tmp_path) == tmp_path
 
 
 def test_a_missing_model_path_is_a_user_error_the_cli_reports(tmp_path, capsys):
-    from trainers.paths import MissingPathError
+    from trainers.models.paths import MissingPathError
 
     missing = tmp_path / "no-such-model"
     with pytest.raises(MissingPathError) as exc:

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from trainers.collate import collate_prompt_completions
 from trainers.engines.base import SamplingSpec
 from trainers.engines.hf import HFEngine
 from trainers.grpo import per_token_logps
-from trainers.models import build_tiny_tokenizer, load_policy
-from trainers.prompts import (
+from trainers.grpo.collate import collate_prompt_completions
+from trainers.models.loading import build_tiny_tokenizer, load_policy
+from trainers.models.prompts import (
     PromptFormat,
     encode_prompt,
     encode_prompts,

@@ -18,10 +18,10 @@ import pytest
 
 from trainers.cli import build_parser
 from trainers.cli import main as cli
-from trainers.compete import CompeteConfig
+from trainers.experiments.compete import CompeteConfig
 from trainers.grpo import GRPOConfig
-from trainers.run import checkpoint_dirs, main, read_jsonl
-from trainers.trainer import GRPOTrainer
+from trainers.grpo.trainer import GRPOTrainer
+from trainers.run.grpo_command import checkpoint_dirs, main, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,12 +127,12 @@ def test_bad_names_and_paths_exit_2_before_the_model_loads(
     extra: list[str],
     message: str,
 ) -> None:
-    import trainers.models
+    import trainers.models.loading
 
     def no_loading(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the model loaded before the inputs were checked")
 
-    monkeypatch.setattr(trainers.models, "load_policy", no_loading)
+    monkeypatch.setattr(trainers.models.loading, "load_policy", no_loading)
     out = tmp_path / "run"
     args = grpo_args(tiny_model_dir, out, "--steps", "2")
     args += [x.replace("{tmp}", str(tmp_path)) for x in extra]
@@ -282,17 +282,17 @@ def test_chat_template_in_the_live_env(chat_model_dir: Path) -> None:
 
 
 def test_training_utility_is_a_deprecated_alias_of_step_report() -> None:
-    import trainers.report
-    import trainers.trainer
-    from trainers.report import StepReport
+    import trainers.grpo.step_report
+    import trainers.grpo.trainer
+    from trainers.grpo.step_report import StepReport
 
-    for module in (trainers.trainer, trainers.report):
+    for module in (trainers.grpo.trainer, trainers.grpo.step_report):
         with pytest.warns(DeprecationWarning, match="StepReport"):
             assert module.TrainingUtility is StepReport
 
 
 def test_config_changes_reads_fields_added_since_as_their_defaults() -> None:
-    from trainers.checkpoints import config_changes
+    from trainers.run.checkpoints import config_changes
 
     new = GRPOConfig().to_dict()
     old = {k: v for k, v in new.items() if k not in ("chat_template", "system_prompt")}

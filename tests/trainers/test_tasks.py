@@ -396,7 +396,7 @@ def test_arithmetic_pools_split_the_non_test_expressions() -> None:
 
 def test_a_missing_task_file_is_a_user_error_the_cli_reports(tmp_path, capsys):
     from trainers import cli
-    from trainers.paths import MissingPathError
+    from trainers.models.paths import MissingPathError
 
     missing = tmp_path / "nope.jsonl"
     with pytest.raises(MissingPathError) as exc:

@@ -16,10 +16,10 @@ from agents.baselines import UniformAllocator
 from trainers.engines import SamplingSpec
 from trainers.engines.hf import HFEngine
 from trainers.grpo import GRPOConfig, per_token_logps
-from trainers.models import load_policy
-from trainers.run import checkpoint_dirs, main, read_jsonl
+from trainers.grpo.trainer import GRPOTrainer
+from trainers.models.loading import load_policy
+from trainers.run.grpo_command import checkpoint_dirs, main, read_jsonl
 from trainers.tasks import make_task
-from trainers.trainer import GRPOTrainer
 
 
 def small_cfg(model_dir: Path, **kw: Any) -> GRPOConfig:

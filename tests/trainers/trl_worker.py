@@ -18,9 +18,9 @@ import torch
 import trl
 from datasets import Dataset
 
-from trainers.models import load_policy
+from trainers.models.loading import load_policy
 from trainers.tasks import make_task
-from trainers.trl import AllocatingGRPOTrainer
+from trainers.trl.trainer import AllocatingGRPOTrainer
 
 
 def exact(prompts: list[str], completions: list[str], answer: list[str], **kw: Any) -> list[float]:

@@ -38,7 +38,7 @@ def tiny_dir(tiny_model_dir: Path) -> Path:
 def shared_engine(tiny_dir: Path) -> Iterator[Any]:
     """One ``VLLMEngine`` on the tiny model for the whole session."""
     from trainers.engines.vllm import VLLMEngine
-    from trainers.models import load_policy
+    from trainers.models.loading import load_policy
 
     model, tok = load_policy(str(tiny_dir))
     engine = VLLMEngine(model, tok, model_path=tiny_dir, seed=0, kv_cache_gib=KV_GIB)
@@ -49,7 +49,7 @@ def shared_engine(tiny_dir: Path) -> Iterator[Any]:
 @pytest.fixture
 def synced(shared_engine: Any, tiny_dir: Path) -> tuple[Any, Any, Any]:
     """``(engine, policy, tokenizer)``: a fresh tiny policy, its weights synced into the engine."""
-    from trainers.models import load_policy
+    from trainers.models.loading import load_policy
 
     model, tok = load_policy(str(tiny_dir))
     model.eval()

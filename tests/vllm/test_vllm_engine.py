@@ -136,7 +136,7 @@ def test_top_p_below_one_warns_that_logprobs_are_of_the_nucleus(
 def test_make_engine_builds_it_and_close_releases_it(
     tiny_dir: Path, synced: tuple[Any, Any, Any], kv_gib: float
 ) -> None:
-    from trainers.models import load_policy
+    from trainers.models.loading import load_policy
 
     shared, _, _ = synced
 

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("vllm", reason="needs vLLM: `make test-vllm` runs these in .venv-vllm")
 
 from trainers.grpo import GRPOConfig
-from trainers.run import main, read_jsonl
+from trainers.run.grpo_command import main, read_jsonl
 from trainers.tasks import make_task
 
 STEPS = 150

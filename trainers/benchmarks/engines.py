@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainers.config import check_config_int
 from trainers.engines.base import Generation, SamplingSpec
+from trainers.grpo.config import check_config_int
 
 
 @dataclass
@@ -86,7 +86,7 @@ def row_counts(row: str, prompts: int, group_size: int, seed: int) -> list[int]:
 
 def _model_dir(name: str) -> Path:
     if name == "tiny":
-        from trainers.models import ensure_tiny_model
+        from trainers.models.loading import ensure_tiny_model
 
         return ensure_tiny_model()
     return Path(name).expanduser()
@@ -103,7 +103,7 @@ def _rate(gen: Generation) -> float:
 
 def logprob_agreement(model: Any, prompts: list[list[int]], gen: Generation, t: float) -> dict:
     """Mean and max ``|engine - trainer|`` log-prob per token of ``gen``."""
-    from trainers.grpo import per_token_logps
+    from trainers.grpo.objective import per_token_logps
 
     diffs: list[np.ndarray] = []
     with torch.no_grad():
@@ -157,7 +157,7 @@ def bench_grpo(
 ) -> dict[str, Any]:
     """Alternating GRPO steps of two trainers, one per engine, from the same weights."""
     from trainers.grpo import GRPOConfig
-    from trainers.trainer import GRPOTrainer
+    from trainers.grpo.trainer import GRPOTrainer
 
     trainers: dict[str, GRPOTrainer] = {}
     for name in ("hf", "vllm"):
@@ -203,8 +203,8 @@ def main(cfg: EngineBenchConfig) -> dict[str, Any]:
     from adaroll_env.stats import library_versions
     from trainers.engines.hf import HFEngine
     from trainers.engines.vllm import VLLMEngine
-    from trainers.models import load_policy
-    from trainers.run import TRAINER_PACKAGES
+    from trainers.models.loading import load_policy
+    from trainers.run.grpo_command import TRAINER_PACKAGES
     from trainers.tasks import make_task
 
     model_dir = _model_dir(cfg.model)

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from trainers.config import check_config_int
 from trainers.grpo import GRPOConfig, field_help
+from trainers.grpo.config import check_config_int
 
 #: the JSON file written into ``out``
 RESULTS_FILE = "bench_rounds.json"
@@ -144,7 +144,7 @@ def main(cfg: RoundsBenchConfig) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import track
 
-    from trainers.trainer import GRPOTrainer
+    from trainers.grpo.trainer import GRPOTrainer
 
     console = Console()
     trainers = {name: GRPOTrainer(c) for name, c in cfg.settings().items()}

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, get_args
 
-from trainers.config import check_config_int
 from trainers.grpo import GRPOConfig, field_help
+from trainers.grpo.config import check_config_int
 
 Peer = Literal["trl", "none"]
 
@@ -208,8 +208,8 @@ def our_config(cfg: TrainerBenchConfig, *, round_size: int | None) -> GRPOConfig
 
 def build_ours(cfg: TrainerBenchConfig, task: Any, *, round_size: int | None) -> Any:
     """Our trainer on a fresh copy of the model."""
-    from trainers.models import load_policy
-    from trainers.trainer import GRPOTrainer
+    from trainers.grpo.trainer import GRPOTrainer
+    from trainers.models.loading import load_policy
 
     model, tokenizer = load_policy(cfg.grpo.model)
     return GRPOTrainer(

@@ -127,7 +127,7 @@ def build_trl(
     import trl
     from datasets import Dataset
 
-    from trainers.models import load_policy
+    from trainers.models.loading import load_policy
 
     model, tokenizer = load_policy(cfg.grpo.model)
     if getattr(tokenizer, "chat_template", None) is not None:

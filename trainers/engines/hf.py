@@ -10,9 +10,9 @@ import numpy as np
 import torch
 
 from adaroll_env.errors import check_int
-from trainers.collate import pad_batch
-from trainers.dropout import has_dropout
 from trainers.engines.base import Generation, SamplingSpec, check_request
+from trainers.grpo.collate import pad_batch
+from trainers.models.dropout import has_dropout
 
 
 class HFEngine:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from trainers.paths import MissingPathError
+from trainers.models.paths import MissingPathError
 from trainers.tasks.answers import answers_match, extract_answer
 from trainers.tasks.base import TEST_ID_OFFSET, Example, RewardFunc, Task
 

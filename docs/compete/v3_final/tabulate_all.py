@@ -8,7 +8,7 @@
 import json
 from pathlib import Path
 
-from trainers.compete import CompeteConfig, tabulate
+from trainers.experiments.compete import CompeteConfig, tabulate
 from trainers.grpo import GRPOConfig
 
 cfg = CompeteConfig(

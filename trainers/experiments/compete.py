@@ -1,0 +1,504 @@
+"""``adaroll compete``: allocators compete in real GRPO training from the same starting point.
+
+Who competes is a list of entrants (``trainers.experiments.entrants``): ``--allocators a,b`` (one
+entrant per spec) or ``--entrants FILE`` (each entrant a name, an allocator, its keyword
+arguments and its own allocation and belief settings). Every (entrant, seed) pair is one
+``adaroll grpo`` run with the same model checkpoint, task, data order (the seed), rollout budget
+per step and number of steps. The competition directory holds ``runs/<entrant>/seed<k>/`` (each a
+full run directory, so a rerun skips finished runs and nothing is lost), then ``results.csv``,
+``table.md`` (accuracy, paired differences against ``--baseline`` and mechanism:
+``trainers.experiments.statistics``), ``summary.json``, ``accuracy.png`` (held-out pass@1 against
+rollouts spent, mean over seeds with a 95 % band), ``informative.png`` (informative fraction per
+step) and ``calibration.png`` (the pass rates the trainer observed against the ``rlvr`` profile
+of the simulator).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from adaroll_env.errors import unknown_name
+from trainers.experiments.entrants import (
+    ROUND_SETTINGS,
+    Entrant,
+    check_unique,
+    entrants_from_allocators,
+    load_entrants,
+)
+from trainers.experiments.plots import plot_accuracy, plot_calibration, plot_informative
+from trainers.experiments.statistics import (
+    accuracy_row,
+    markdown,
+    mechanism,
+    paired,
+    rollouts_to_reach,
+)
+from trainers.grpo import GRPOConfig, field_help
+from trainers.grpo.config import check_config_int
+from trainers.run import stopping
+
+__all__ = ["CompeteConfig", "Entrant", "main", "rollouts_to_reach", "tabulate"]
+
+#: the allocators that compete when neither ``--allocators`` nor ``--entrants`` is given
+DEFAULT_ALLOCATORS = "uniform,bamdp,thompson,sb3:pretrained"
+
+
+def _competition_defaults() -> GRPOConfig:
+    """The shared run settings of a competition when none are given: longer runs, rarer and
+    larger evaluations than a single ``adaroll grpo`` run's defaults."""
+    return GRPOConfig(steps=1200, eval_every=300, eval_size=400)
+
+
+@dataclass
+class CompeteConfig:
+    """Allocators compete in real GRPO training (same checkpoint, data, seed and budget).
+
+    ``grpo`` holds the settings every run shares; each run's own ``GRPOConfig`` is ``grpo`` with
+    the entrant's settings, its allocator and keyword arguments, the seed and the run directory
+    filled in (``run_config``). On the command line the shared settings are plain options
+    (``--steps``, ``--batch-size``, ...: ``NESTED_FLAGS``). The entrants come from
+    ``allocators`` or from an ``entrants`` file, never both; ``resolved_entrants`` is the list
+    either gives (written into the competition's ``config.json``).
+    """
+
+    #: the ``GRPOConfig`` fields ``adaroll compete`` exposes as options
+    NESTED_FLAGS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "grpo": (
+            "task",
+            "task_size",
+            "model",
+            "steps",
+            "batch_size",
+            "group_size",
+            "round_size",
+            "rounds",
+            "round_schedule",
+            "pool_size",
+            "pilot",
+            "max_group",
+            "utility",
+            "belief_prior",
+            "belief_decay",
+            "belief_group",
+            "lr",
+            "loss_type",
+            "scale_rewards",
+            "max_completion_length",
+            "chat_template",
+            "system_prompt",
+            "eval_every",
+            "eval_size",
+            "eval_k",
+            "eval_train",
+            "gradient_noise_every",
+            "threads",
+        )
+    }
+    #: fields of ``grpo`` the competition sets for each run itself
+    PER_RUN: ClassVar[tuple[str, ...]] = ("allocator", "allocator_kwargs", "seed", "out")
+
+    allocators: str | None = field(
+        default=None,
+        metadata=field_help(
+            f"comma-separated allocator specs, one entrant each (default: {DEFAULT_ALLOCATORS};"
+            " not with --entrants)"
+        ),
+    )
+    entrants: str | None = field(
+        default=None,
+        metadata=field_help(
+            "YAML or JSON file listing the entrants, each a name, an allocator, its "
+            "allocator_kwargs and its own allocation and belief settings (example: "
+            "docs/compete/entrants.yaml; not with --allocators)"
+        ),
+    )
+    allocator_kwargs: str | None = field(
+        default=None,
+        metadata=field_help(
+            "JSON object from allocator spec to its constructor's keyword arguments, e.g. "
+            '\'{"bamdp": {"max_horizon": 4}}\' (validated like adaroll grpo\'s; with --entrants '
+            "they go in the file)"
+        ),
+    )
+    baseline: str | None = field(
+        default=None,
+        metadata=field_help(
+            "the entrant the others are paired against, seed by seed (default: 'uniform' when "
+            "it competes, else the first)"
+        ),
+    )
+    seeds: int = field(default=3, metadata=field_help("seeds per entrant (0, 1, ...)"))
+    workers: int = field(default=2, metadata=field_help("runs in parallel (processes)"))
+    out: str = field(default="runs/compete", metadata=field_help("competition directory"))
+    progress: bool = field(default=True, metadata=field_help("show progress"))
+    grpo: GRPOConfig = field(default_factory=_competition_defaults)
+    resolved_entrants: list[Entrant] = field(
+        init=False,
+        default_factory=list,
+        metadata=field_help("the entrants, from allocators or the entrants file (derived)"),
+    )
+
+    def __post_init__(self) -> None:
+        if self.entrants is not None:
+            if self.allocators is not None:
+                raise ValueError(
+                    f"--entrants ({self.entrants}) and --allocators ({self.allocators}) both "
+                    "given: the entrants file names each entrant's allocator; drop --allocators"
+                )
+            if self.allocator_kwargs is not None:
+                raise ValueError(
+                    "--allocator-kwargs with --entrants: give each entrant's keyword arguments "
+                    "as allocator_kwargs in the entrants file"
+                )
+            self.resolved_entrants = load_entrants(self.entrants)
+        else:
+            specs = self.allocator_list()
+            if not specs:
+                raise ValueError("allocators is empty: give e.g. --allocators uniform,bamdp")
+            if len(set(specs)) != len(specs):
+                raise ValueError(f"allocators has duplicates: {specs}")
+            kwargs = self.kwargs_by_allocator()
+            unknown = sorted(set(kwargs) - set(specs))
+            if unknown:
+                raise ValueError(
+                    f"allocator_kwargs names {unknown}, which are not among the allocators {specs}"
+                )
+            self.resolved_entrants = entrants_from_allocators(specs, kwargs)
+            check_unique(self.resolved_entrants)  # e.g. "a:b" and "a_b" share a directory
+        for name in ("seeds", "workers"):
+            check_config_int(name, getattr(self, name), 1)
+        if self.grpo.eval_every < 1:
+            raise ValueError(
+                f"eval_every must be >= 1 in a competition (its table compares held-out "
+                f"curves), got {self.grpo.eval_every!r}"
+            )
+        if self.baseline is not None and self.baseline not in self.names():
+            raise unknown_name("baseline entrant", self.baseline, self.names(),
+                               "The baseline is one of the entrants.")  # fmt: skip
+        for e in self.resolved_entrants:  # the trainer's own checks (names, files, keywords)
+            try:
+                self.run_config(e.name, 0)
+            except ValueError as exc:
+                raise ValueError(f"entrant {e.name!r}: {exc}") from None
+
+    def allocator_list(self) -> list[str]:
+        """The allocator specs of ``allocators`` (its default when neither it nor ``entrants``
+        is given), in order; with an entrants file, the entrants' allocators."""
+        if self.entrants is not None:
+            return [e.allocator for e in self.resolved_entrants]
+        text = DEFAULT_ALLOCATORS if self.allocators is None else self.allocators
+        return [s.strip() for s in text.split(",") if s.strip()]
+
+    def names(self) -> list[str]:
+        """The entrants' names, in order (with ``allocators``, the specs)."""
+        return [e.name for e in self.resolved_entrants]
+
+    def entrant(self, name: str) -> Entrant:
+        """The entrant called ``name``."""
+        for e in self.resolved_entrants:
+            if e.name == name:
+                return e
+        raise unknown_name("entrant", name, self.names())
+
+    def kwargs_by_allocator(self) -> dict[str, dict[str, Any]]:
+        """``allocator_kwargs`` parsed: spec -> keyword arguments."""
+        if self.allocator_kwargs is None:
+            return {}
+        try:
+            parsed = json.loads(self.allocator_kwargs)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"allocator_kwargs {self.allocator_kwargs!r} is not valid JSON ({exc.msg})"
+            ) from None
+        if not isinstance(parsed, dict) or not all(isinstance(v, dict) for v in parsed.values()):
+            raise ValueError(
+                "allocator_kwargs must map allocator specs to objects of keyword arguments, e.g. "
+                '\'{"bamdp": {"max_horizon": 4}}\''
+            )
+        return parsed
+
+    def run_dir(self, name: str, seed: int) -> Path:
+        """Where the run of entrant ``name`` with ``seed`` lives."""
+        return Path(self.out) / "runs" / Entrant(name, "").directory_name / f"seed{seed}"
+
+    def run_config(self, name: str, seed: int) -> GRPOConfig:
+        """The ``GRPOConfig`` of one run: ``grpo`` with entrant ``name``'s settings, allocator
+        and keyword arguments, this seed and directory; one torch thread per run when several
+        run at once (unless ``grpo.threads`` is set)."""
+        e = self.entrant(name)
+        threads = self.grpo.threads
+        if threads is None and self.workers > 1:
+            threads = 1
+        # an entrant's own round setting replaces the shared ones (they exclude each other)
+        rounds = {k: None for k in ROUND_SETTINGS} if set(ROUND_SETTINGS) & set(e.settings) else {}
+        return dataclasses.replace(
+            self.grpo,
+            **{**rounds, **e.settings},
+            allocator=e.allocator,
+            allocator_kwargs=json.dumps(e.allocator_kwargs) if e.allocator_kwargs else None,
+            seed=seed,
+            out=str(self.run_dir(name, seed)),
+            save_every=0,
+            resume=True,
+            progress=False,
+            threads=threads,
+            device="cpu",
+        )
+
+
+def _run_one(cfg: GRPOConfig) -> str:
+    """One run (in a worker or in-process): ``"done"``, ``"stopped"`` (saved after a signal),
+    or ``"skipped"`` (a stop was asked before it began)."""
+    from trainers.run.grpo_command import main
+
+    if stopping.requested() is not None:
+        return "skipped"
+    try:
+        main(cfg)
+    except stopping.RunInterrupted:
+        return "stopped"
+    return "done"
+
+
+def _finished(cfg: GRPOConfig) -> bool:
+    path = Path(cfg.out) / "summary.json"
+    return path.exists() and json.loads(path.read_text()).get("steps") == cfg.steps
+
+
+def _check_recorded(jobs: list[GRPOConfig]) -> None:
+    """Refuse a run directory that ran with other settings than its entrant now has (an edited
+    entrants file or other shared options with the same ``--out``): its numbers would be
+    tabulated, or continued, under the wrong name."""
+    from trainers.run.checkpoints import config_changes
+
+    for job in jobs:
+        path = Path(job.out) / "config.json"
+        if not path.exists():
+            continue
+        changes = config_changes(json.loads(path.read_text()), job.to_dict())
+        if changes:
+            raise ValueError(
+                f"{job.out} ran with other settings ({'; '.join(changes)}): rename the entrant, "
+                "choose another --out, or remove that run directory"
+            )
+
+
+def main(cfg: CompeteConfig) -> dict[str, Any]:
+    """Run every (entrant, seed) not yet finished, then tabulate and plot.
+
+    On SIGINT/SIGTERM every running run finishes its step and saves a checkpoint, no new run
+    starts, and ``stopping.RunInterrupted`` is raised: rerunning the same command resumes.
+    """
+    from rich.console import Console
+
+    from trainers.models.loading import resolve_model_dir
+    from trainers.run.grpo_command import check_model_path
+
+    check_model_path(cfg.grpo.model)  # before the competition directory is written
+    console = Console()
+    out = Path(cfg.out)
+    jobs = [cfg.run_config(name, s) for s in range(cfg.seeds) for name in cfg.names()]
+    _check_recorded(jobs)
+    resolve_model_dir(cfg.grpo.model)  # builds the tiny warm start once, before workers start
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+    todo = [j for j in jobs if not _finished(j)]
+    threads = jobs[0].torch_threads()
+    console.print(
+        f"compete: {len(jobs)} runs ({len(jobs) - len(todo)} already done), {cfg.workers} at a "
+        f"time, {threads or 'default'} torch thread(s) each"
+    )
+    start = time.perf_counter()
+    forward = _Forward()
+    with stopping.StopSignals(on_signal=forward):
+        outcomes = _run_all(cfg, todo, console, forward, total=len(jobs))
+    signum = stopping.requested()
+    if signum is not None or "stopped" in outcomes:
+        stopping.clear()
+        name = stopping.signal_name(signum or stopping.signal_number("SIGTERM"))
+        message = (
+            f"adaroll compete: stopped by {name}; finished runs are kept and each interrupted "
+            f"run saved a checkpoint: rerun the same command to continue ({out})"
+        )
+        print(message, flush=True)  # one line, never wrapped
+        raise stopping.RunInterrupted(signum or stopping.signal_number("SIGTERM"), message)
+    summary = tabulate(cfg)
+    summary["wall_minutes"] = (time.perf_counter() - start) / 60
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    console.print((out / "table.md").read_text())
+    return summary
+
+
+def _run_all(
+    cfg: CompeteConfig, todo: list[GRPOConfig], console: Any, forward: _Forward, *, total: int
+) -> list[str]:
+    """Run ``todo`` in-process or in ``cfg.workers`` worker processes; each run's outcome."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    outcomes: list[str] = []
+    with Progress(
+        "{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not cfg.progress,
+    ) as progress:
+        bar = progress.add_task("runs", total=total, completed=total - len(todo))
+        if cfg.workers == 1:
+            for job in todo:
+                outcomes.append(_run_one(job))
+                progress.advance(bar)
+                if outcomes[-1] == "stopped":
+                    break  # the stop was for the whole competition
+            return outcomes
+        import multiprocessing as mp
+
+        # workers stop cleanly on a signal (stopping.worker_mode)
+        pool = mp.get_context("spawn").Pool(cfg.workers, initializer=stopping.worker_mode)
+        forward.pool = pool
+        try:
+            for outcome in pool.imap_unordered(_run_one, todo):
+                outcomes.append(outcome)
+                progress.advance(bar)
+            pool.close()
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
+    return outcomes
+
+
+class _Forward:
+    """Passes a stop signal this process received on to the pool's workers, so that a SIGTERM
+    sent to the competition alone reaches its runs (a terminal's Ctrl-C reaches them anyway;
+    workers ignore a second signal)."""
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+
+    def __call__(self, signum: int) -> None:
+        for proc in getattr(self.pool, "_pool", None) or []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signum)
+
+
+# --- analysis ---------------------------------------------------------------------------------
+def _load(cfg: CompeteConfig) -> dict[str, list[dict[str, Any]]]:
+    """The finished runs under ``cfg.out``: entrant name -> its runs (``load_run``)."""
+    from trainers.experiments.statistics import load_run
+    from trainers.run.grpo_command import read_jsonl
+
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for name in cfg.names():
+        for s in range(cfg.seeds):
+            d = cfg.run_dir(name, s)
+            if not (d / "summary.json").exists():
+                continue
+            beliefs = d / "beliefs.json"
+            runs.setdefault(name, []).append(
+                load_run(
+                    s,
+                    json.loads((d / "summary.json").read_text()),
+                    read_jsonl(d / "eval.jsonl"),
+                    read_jsonl(d / "metrics.jsonl"),
+                    json.loads(beliefs.read_text()) if beliefs.exists() else None,
+                )
+            )
+    return runs
+
+
+def provenance(cfg: CompeteConfig) -> dict[str, Any]:
+    """What produced the tables: the warm start (``model`` as given and a short sha256 of its
+    weight files: ``trainers.models.loading.weights_sha256``), the date and the command line (the
+    ``adaroll`` command that ran, or ``(called from Python)``)."""
+    from trainers.cli import invoked_command
+    from trainers.models.loading import resolve_model_dir, weights_sha256
+
+    return {
+        "model": cfg.grpo.model,
+        "weights_sha256": weights_sha256(resolve_model_dir(cfg.grpo.model)),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": invoked_command() or "(called from Python)",
+    }
+
+
+def baseline_of(cfg: CompeteConfig, present: list[str]) -> str:
+    """The baseline among the entrants with finished runs: ``cfg.baseline``, else ``uniform``
+    when present, else the first."""
+    if cfg.baseline is not None:
+        if cfg.baseline not in present:
+            raise ValueError(
+                f"baseline {cfg.baseline!r} has no finished runs under {cfg.out}/runs "
+                f"(finished: {', '.join(present)}): run it, or pick another --baseline"
+            )
+        return cfg.baseline
+    return "uniform" if "uniform" in present else present[0]
+
+
+#: the paired columns of a row (empty on the baseline's) -> their key in ``paired``'s result
+PAIRED_COLUMNS = {
+    "delta_final": "delta_final_mean",
+    "delta_final_ci95": "delta_final_ci95",
+    "delta_auc": "delta_auc_mean",
+    "delta_auc_ci95": "delta_auc_ci95",
+    "rollouts_ratio": "rollouts_ratio",
+    "seconds_ratio": "seconds_ratio",
+    "paired_reached": "reached",
+    "wins": "wins",
+}
+
+
+def tabulate(cfg: CompeteConfig) -> dict[str, Any]:
+    """Tables, CSV and plots of the finished runs under ``cfg.out``; the summary."""
+    runs = _load(cfg)
+    out = Path(cfg.out)
+    if not runs:
+        raise ValueError(f"no finished runs under {out}/runs: run adaroll compete first")
+    base = baseline_of(cfg, list(runs))
+    target = float(np.mean([r["curve"][-1][1] for r in runs[base]]))
+    rows: list[dict[str, Any]] = []
+    pairs: dict[str, dict[str, Any]] = {}
+    for name, rs in runs.items():
+        row = accuracy_row(name, cfg.entrant(name).allocator, rs, target)
+        row.update(mechanism(rs))
+        row.update(dict.fromkeys(PAIRED_COLUMNS), paired_seeds=0)
+        if name != base:
+            p = pairs[name] = paired(runs[base], rs)
+            row.update({col: p[key] for col, key in PAIRED_COLUMNS.items()})
+            row["paired_seeds"] = len(p["seeds"])
+        rows.append(row)
+    base_reach = next(r["rollouts_to_target"] for r in rows if r["entrant"] == base)
+    for row in rows:
+        r = row["rollouts_to_target"]
+        row["rollout_saving"] = 1.0 - r / base_reach if r is not None and base_reach else None
+    prov = provenance(cfg)
+    with (out / "results.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (out / "table.md").write_text(markdown(rows, base, target, prov))
+    plot_accuracy(out, {name: [r["curve"] for r in rs] for name, rs in runs.items()}, cfg)
+    plot_informative(out, runs)
+    calib = plot_calibration(out, runs)
+    return {
+        "provenance": prov,
+        "baseline": base,
+        "target_pass@1": target,
+        "entrants": [asdict(cfg.entrant(name)) for name in runs],
+        "rows": rows,
+        "paired": pairs,
+        "calibration": calib,
+    }
