@@ -120,8 +120,10 @@ def plan_step(
     exceeds the budget. With ``world`` processes every round of a schedule must divide among them
     (each hands out its share); ``StepPlan.share`` gives a process's part.
 
-    >>> plan_step(budget=512, batch=64, adaptive=True, round_schedule="auto").round_schedule
-    (256, 256)
+    >>> plan_step(budget=512, batch=64, adaptive=True, round_schedule="384,128").round_schedule
+    (384, 128)
+    >>> plan_step(budget=512, batch=64, adaptive=True, round_schedule="auto").round_size
+    256
     >>> plan_step(budget=512, batch=64, adaptive=False, round_schedule="auto").round_size
     512
     >>> plan_step(budget=512, batch=64, adaptive=True, round_schedule=None).round_size

@@ -7,11 +7,11 @@ budget did:
 
 | key | figure |
 |---|---|
-| ``grad_rollouts`` | Σ n_i over mixed groups: gradient-carrying rollouts |
+| ``gradient_rollouts`` | Σ n_i over mixed groups: gradient-carrying rollouts |
 | ``informative_prompts`` | the number of mixed groups: distinct prompts that teach something |
 | ``informative_frac`` | ``informative_prompts`` / B, B the questions of the episode (or pool) |
 
-They are the simulator's side of the live ``metrics.jsonl`` figures ``trained_rollouts``,
+They are the simulator's side of the live ``metrics.jsonl`` figures ``gradient_rollouts``,
 ``informative_prompts`` and ``informative_frac`` (``adaroll bench --from-run`` compares them).
 """
 
@@ -24,7 +24,7 @@ __all__ = ["MECHANISM", "mechanism"]
 
 #: The mechanism figures, in the order the tables show them: key -> column title.
 MECHANISM: dict[str, str] = {
-    "grad_rollouts": "grad rollouts",
+    "gradient_rollouts": "gradient rollouts",
     "informative_prompts": "informative prompts",
     "informative_frac": "informative frac",
 }
@@ -38,7 +38,7 @@ def mechanism(successes: ArrayLike, failures: ArrayLike) -> dict[str, NDArray[np
 
     >>> m = mechanism([0, 1, 3, 2], [4, 1, 0, 3])
     >>> {k: float(v) for k, v in m.items()}
-    {'grad_rollouts': 7.0, 'informative_prompts': 2.0, 'informative_frac': 0.5}
+    {'gradient_rollouts': 7.0, 'informative_prompts': 2.0, 'informative_frac': 0.5}
     """
     s = np.asarray(successes, dtype=np.float64)  # [..., B]
     f = np.asarray(failures, dtype=np.float64)  # [..., B]
@@ -49,7 +49,7 @@ def mechanism(successes: ArrayLike, failures: ArrayLike) -> dict[str, NDArray[np
     mixed = (s > 0) & (f > 0)  # [..., B]
     prompts = mixed.sum(axis=-1).astype(np.float64)  # [...]
     return {
-        "grad_rollouts": np.where(mixed, s + f, 0.0).sum(axis=-1),  # [...]
+        "gradient_rollouts": np.where(mixed, s + f, 0.0).sum(axis=-1),  # [...]
         "informative_prompts": prompts,
         "informative_frac": prompts / s.shape[-1],
     }

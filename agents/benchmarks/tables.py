@@ -8,7 +8,7 @@ from agents.benchmarks.config import BenchConfig
 from agents.benchmarks.mechanism import MECHANISM
 
 #: Decimals each mechanism figure is shown with.
-MECHANISM_DIGITS = {"grad_rollouts": 1, "informative_prompts": 2, "informative_frac": 3}
+MECHANISM_DIGITS = {"gradient_rollouts": 1, "informative_prompts": 2, "informative_frac": 3}
 
 
 def _cells(r: dict[str, Any], with_exact: bool, with_gap: bool = False) -> list[str]:

@@ -60,7 +60,7 @@ def make_run(
     beliefs=None,
     **config,
 ):
-    """A run directory: config.json, metrics.jsonl (trained_rollouts = 10·step) and beliefs.json."""
+    """A run directory: config.json, metrics.jsonl (gradient_rollouts = 10·step), beliefs.json."""
     d.mkdir(parents=True, exist_ok=True)
     if s is None:
         s, f = counts(0.5, 1.0, 300)
@@ -71,7 +71,7 @@ def make_run(
                 "step": t,
                 "questions": 16,
                 "informative_frac": t / 100,
-                "trained_rollouts": 10 * t,
+                "gradient_rollouts": 10 * t,
             }
             if not old:
                 row["informative_prompts"] = t
@@ -234,25 +234,25 @@ def test_run_report_has_predicted_and_live_figures(tmp_path):
     result = run_from_runs(_cfg(tmp_path, [d], episodes=200))
     row = result.runs[0]
     # the evidence spans one pass over 300 prompts at 16 a step (19 steps; the memory of decay
-    # 0.9 is 10): live figures of the last 19 of 25 steps, trained_rollouts = 10·step
+    # 0.9 is 10): live figures of the last 19 of 25 steps, gradient_rollouts = 10·step
     assert row["error"] is None and row["live_last_steps"] == 19
     assert row["live"]["steps"] == 19
-    assert row["live"]["grad_rollouts"]["mean"] == pytest.approx(10 * np.mean(range(6, 25)))
-    assert row["live_all_steps"]["grad_rollouts"]["mean"] == pytest.approx(120.0)
+    assert row["live"]["gradient_rollouts"]["mean"] == pytest.approx(10 * np.mean(range(6, 25)))
+    assert row["live_all_steps"]["gradient_rollouts"]["mean"] == pytest.approx(120.0)
     # predicted: uniform gives 8 rollouts each to 16 prompts; the exact informative fraction is
     # 1 - E[p^8 + (1-p)^8] under the fitted truth
     truth = row["truth_fit"]
     exact = 1 - BetaMixture(((1.0, truth["alpha"][0], truth["beta"][0]),)).degenerate_probability(8)
     pred = row["predicted"]["informative_frac"]
     assert abs(pred["mean"] - exact) < 3 * pred["ci95"]
-    assert row["predicted"]["grad_rollouts"]["mean"] == pytest.approx(
+    assert row["predicted"]["gradient_rollouts"]["mean"] == pytest.approx(
         8 * row["predicted"]["informative_prompts"]["mean"]
     )
     md = (result.run_dir / "from_run.md").read_text()
-    assert "grad rollouts: sim" in md and "| run-a | 0 | uniform |" in md
+    assert "gradient rollouts: sim" in md and "| run-a | 0 | uniform |" in md
     saved = json.loads((result.run_dir / "from_run.json").read_text())
-    assert saved["runs"][0]["predicted"]["grad_rollouts"]["mean"] == pytest.approx(
-        row["predicted"]["grad_rollouts"]["mean"]
+    assert saved["runs"][0]["predicted"]["gradient_rollouts"]["mean"] == pytest.approx(
+        row["predicted"]["gradient_rollouts"]["mean"]
     )
     assert any("per-prompt history ignored" in n for n in saved["notes"])
 
@@ -271,14 +271,14 @@ def test_competition_two_entrants_averaged_and_ranked(tmp_path):
     assert [e["entrant"] for e in result.entrants] == ["uniform", "bamdp"]
     for e in result.entrants:
         per_seed = [
-            r["predicted"]["grad_rollouts"]["mean"]
+            r["predicted"]["gradient_rollouts"]["mean"]
             for r in result.runs
             if r["entrant"] == e["entrant"]
         ]
         assert e["runs"] == 2
-        assert e["predicted"]["grad_rollouts"]["mean"] == pytest.approx(np.mean(per_seed))
+        assert e["predicted"]["gradient_rollouts"]["mean"] == pytest.approx(np.mean(per_seed))
     assert {k["metric"] for k in result.rankings} == {
-        "grad_rollouts",
+        "gradient_rollouts",
         "informative_prompts",
         "informative_frac",
     }
@@ -301,8 +301,8 @@ def test_rankings_hand_worked():
         return {
             "comparison": "c",
             "entrant": name,
-            "predicted": {"grad_rollouts": {"mean": pred, "ci95": None}, **fig},
-            "live": {"grad_rollouts": {"mean": live, "ci95": None}, **fig},
+            "predicted": {"gradient_rollouts": {"mean": pred, "ci95": None}, **fig},
+            "live": {"gradient_rollouts": {"mean": live, "ci95": None}, **fig},
         }
 
     # sim orders a > b > c, live a > c > b: one pair swapped; Spearman 1 - 6·2/(3·8) = 0.5
@@ -323,8 +323,8 @@ def test_unknown_allocator_is_said_in_its_row(tmp_path):
     rows = {r["entrant"]: r for r in result.runs}
     assert rows["good"]["error"] is None
     assert rows["bad"]["error"].startswith("cannot simulate")
-    assert rows["bad"]["predicted"]["grad_rollouts"]["mean"] is None
-    assert rows["bad"]["live"]["grad_rollouts"]["mean"] is not None
+    assert rows["bad"]["predicted"]["gradient_rollouts"]["mean"] is None
+    assert rows["bad"]["live"]["gradient_rollouts"]["mean"] is not None
     assert "cannot simulate" in result.markdown
 
 
@@ -345,17 +345,17 @@ def test_live_steps_option_overrides_the_span(tmp_path):
     d = make_run(tmp_path / "r")
     row = run_from_runs(_cfg(tmp_path, [d], live_steps=5, episodes=4), write=False).runs[0]
     assert row["live"]["steps"] == 5
-    assert row["live"]["grad_rollouts"]["mean"] == pytest.approx(220.0)
+    assert row["live"]["gradient_rollouts"]["mean"] == pytest.approx(220.0)
     row = run_from_runs(_cfg(tmp_path, [d], live_steps=0, episodes=4), write=False).runs[0]
     assert row["live"]["steps"] == 25
 
 
 def test_live_figures_window():
-    metrics = [{"trained_rollouts": t, "informative_frac": 0.5, "questions": 4} for t in range(6)]
+    metrics = [{"gradient_rollouts": t, "informative_frac": 0.5, "questions": 4} for t in range(6)]
     live = live_figures(metrics, 2)
-    assert live["steps"] == 2 and live["grad_rollouts"]["mean"] == 4.5
+    assert live["steps"] == 2 and live["gradient_rollouts"]["mean"] == 4.5
     assert live["informative_prompts"]["mean"] == 2.0
-    assert live_figures(metrics, 0)["grad_rollouts"]["mean"] == 2.5
+    assert live_figures(metrics, 0)["gradient_rollouts"]["mean"] == 2.5
 
 
 # --- errors and the command line -------------------------------------------------------------

@@ -31,7 +31,7 @@ def _cfg(tmp_path, **kw):
 def test_mechanism_on_a_hand_built_state():
     # (s, f): (0,4) all wrong, (1,1) mixed n=2, (3,0) all right, (2,3) mixed n=5, (0,0) empty
     m = mechanism([0, 1, 3, 2, 0], [4, 1, 0, 3, 0])
-    assert float(m["grad_rollouts"]) == 7.0
+    assert float(m["gradient_rollouts"]) == 7.0
     assert float(m["informative_prompts"]) == 2.0
     assert float(m["informative_frac"]) == pytest.approx(2 / 5)
 
@@ -40,7 +40,7 @@ def test_mechanism_is_vectorised_over_episodes():
     s = np.array([[0, 1, 3, 2], [1, 1, 1, 1], [0, 0, 0, 0]])
     f = np.array([[4, 1, 0, 3], [7, 0, 2, 5], [8, 8, 8, 8]])
     m = mechanism(s, f)
-    assert m["grad_rollouts"].tolist() == [7.0, 8.0 + 3.0 + 6.0, 0.0]
+    assert m["gradient_rollouts"].tolist() == [7.0, 8.0 + 3.0 + 6.0, 0.0]
     assert m["informative_prompts"].tolist() == [2.0, 3.0, 0.0]
     assert m["informative_frac"].tolist() == [0.5, 0.75, 0.0]
 
@@ -57,7 +57,7 @@ def test_episode_records_carry_the_mechanism(tmp_path):
     res = run_benchmark(cfg, write=False)
     for e in res.episodes:
         assert e["informative_prompts"] == e["utility"]
-        assert e["grad_rollouts"] == 4 * e["informative_prompts"]
+        assert e["gradient_rollouts"] == 4 * e["informative_prompts"]
         assert e["informative_frac"] == e["informative_prompts"] / 6
 
 
@@ -73,23 +73,23 @@ def test_rounds_grid_rows_columns_and_files(tmp_path):
         assert e["decisions"] == (1 if e["setting"].endswith("rounds=1") else 2)
     for r in res.rows:
         recs = [
-            e["grad_rollouts"]
+            e["gradient_rollouts"]
             for e in res.episodes
             if e["setting"] == r["setting"] and e["allocator"] == r["allocator"]
         ]
         mean, ci = mean_ci(recs)
-        assert r["grad_rollouts"] == pytest.approx(mean)
-        assert r["grad_rollouts_ci95"] == pytest.approx(ci)
+        assert r["gradient_rollouts"] == pytest.approx(mean)
+        assert r["gradient_rollouts_ci95"] == pytest.approx(ci)
         assert 0.0 <= r["informative_frac"] <= 1.0
     run = res.run_dir
     with (run / "summary.csv").open() as fh:
         head = next(csv.reader(fh))
-    for col in ("rounds", "round_size", "grad_rollouts", "informative_prompts_ci95"):
+    for col in ("rounds", "round_size", "gradient_rollouts", "informative_prompts_ci95"):
         assert col in head
     summary = json.loads((run / "summary.json").read_text())
-    assert {"grad_rollouts", "informative_frac_ci95"} <= set(summary[0])
+    assert {"gradient_rollouts", "informative_frac_ci95"} <= set(summary[0])
     table = (run / "table.md").read_text()
-    assert "grad rollouts ± CI" in table and "informative frac ± CI" in table
+    assert "gradient rollouts ± CI" in table and "informative frac ± CI" in table
     assert (run / "rounds.png").stat().st_size > 1000
 
 

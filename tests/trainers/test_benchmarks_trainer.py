@@ -137,7 +137,7 @@ def test_rounds_benchmark_times_each_setting(model_dir: Path, tmp_path: Path) ->
     assert all(r["steps"] == 2 and r["step_seconds"] > 0 for r in rows.values())
     assert rows["uniform"]["relative_step_time"] == 1.0
     for r in rows.values():
-        assert 0 <= r["alloc_share"] < 1 and r["trained_rollouts"] <= 16
+        assert 0 <= r["alloc_share"] < 1 and r["gradient_rollouts"] <= 16
     saved = json.loads((tmp_path / ROUNDS_FILE).read_text())
     assert saved["rows"] == result["rows"]
     with pytest.raises(ValueError, match="distinct integers >= 1"):

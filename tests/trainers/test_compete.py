@@ -319,7 +319,7 @@ def test_literature_entrants_complete_a_competition(tiny_model_dir: Path, tmp_pa
     for n in names:
         run = json.loads((cfg.run_dir(n, 0) / "summary.json").read_text())
         assert run["allocator"] == n and run["steps"] == 2 and run["rollouts_total"] == 2 * 16
-        assert math.isfinite(rows[n]["final_pass@1"]) and rows[n]["trained_per_step"] >= 0
+        assert math.isfinite(rows[n]["final_pass@1"]) and rows[n]["gradient_rollouts_per_step"] >= 0
 
 
 # --- paired statistics on runs written by hand ------------------------------------------------
@@ -349,7 +349,7 @@ def step_metrics(
 ) -> list[dict[str, Any]]:
     """``metrics.jsonl`` records of four steps (informative prompts: a fifth of ``trained``)."""
     return [
-        {"step": i, "trained_rollouts": t, "informative_prompts": t // 5,
+        {"step": i, "gradient_rollouts": t, "informative_prompts": t // 5,
          "informative_frac": t / 100, "rounds": rounds, "step_seconds": s, "alloc_overhead": o}
         for i, (t, o, s) in enumerate(zip(trained, overhead, secs, strict=True))
     ]  # fmt: skip
@@ -364,10 +364,10 @@ def test_curve_auc_is_the_mean_over_rollouts() -> None:
 def test_runs_written_before_a_metric_existed_show_a_dash() -> None:
     from trainers.experiments.statistics import mechanism
 
-    old = [{"metrics": [{"step": 0, "trained_rollouts": 6, "informative_frac": 0.5,
+    old = [{"metrics": [{"step": 0, "gradient_rollouts": 6, "informative_frac": 0.5,
                          "step_seconds": 2.0, "alloc_overhead": 0.1}]}]  # fmt: skip
     m = mechanism(old)
-    assert m["trained_per_step"] == 6.0 and m["alloc_overhead"] == 0.1
+    assert m["gradient_rollouts_per_step"] == 6.0 and m["alloc_overhead"] == 0.1
     assert math.isnan(m["informative_prompts_per_step"]) and math.isnan(m["rounds_per_step"])
 
 
@@ -417,7 +417,7 @@ def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:
     fast, uniform = rows["fast"], rows["uniform"]
     assert fast["auc_pass@1"] == pytest.approx((0.53125 + 0.4375 + 0.3125) / 3)
     # mechanism: means over seeds and steps, the overhead's median
-    assert (fast["trained_per_step"], fast["informative_prompts_per_step"]) == (25.0, 5.0)
+    assert (fast["gradient_rollouts_per_step"], fast["informative_prompts_per_step"]) == (25.0, 5.0)
     assert fast["informative_frac"] == pytest.approx(0.25) and fast["rounds_per_step"] == 2.0
     assert fast["seconds_per_step"] == 10.0 and fast["alloc_overhead"] == pytest.approx(0.025)
     assert uniform["delta_final"] is None and uniform["paired_seeds"] == 0

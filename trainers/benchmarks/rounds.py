@@ -9,7 +9,7 @@ and the adaptive allocator with each number of equal rounds (or rounds schedule)
 from the same weights, task and seed, and times them in alternating slices in one process (so
 machine noise falls on all alike), after ``warmup_steps`` untimed steps each. Per setting it reports
 seconds per step and its parts (generation, update, allocation), the allocation's share of the step,
-rollouts with gradient and distinct informative prompts per step, and the step time relative to
+gradient rollouts and distinct informative prompts per step, and the step time relative to
 ``uniform``. Every trainer trains as it goes (its own copy of the weights), so later slices see
 later policies; the slices interleave, so all settings see policies of the same age.
 
@@ -186,7 +186,7 @@ def _row(name: str, reps: list[Any]) -> dict[str, Any]:
         "train_seconds": mean("train_seconds"),
         "alloc_seconds": mean("alloc_seconds"),
         "alloc_share": mean("alloc_seconds") / step,
-        "trained_rollouts": mean("trained_rollouts"),
+        "gradient_rollouts": mean("gradient_rollouts"),
         "informative_prompts": mean("informative_prompts"),
     }
 
@@ -195,7 +195,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The results as a markdown table."""
     lines = [
         "| setting | rounds | s/step | × uniform | generate s | update s | allocate s | "
-        "allocation share | rollouts with gradient | informative prompts |",
+        "allocation share | gradient rollouts | informative prompts |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
@@ -203,6 +203,6 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             f"| {r['setting']} | {r['rounds']:.0f} | {r['step_seconds']:.3f} | "
             f"{r['relative_step_time']:.2f} | {r['gen_seconds']:.3f} | {r['train_seconds']:.3f} | "
             f"{r['alloc_seconds']:.4f} | {100 * r['alloc_share']:.1f} % | "
-            f"{r['trained_rollouts']:.1f} | {r['informative_prompts']:.1f} |"
+            f"{r['gradient_rollouts']:.1f} | {r['informative_prompts']:.1f} |"
         )
     return "\n".join(lines) + "\n"

@@ -126,7 +126,7 @@ class StepTiming:
     train_seconds: float = float("nan")
     alloc_seconds: float = float("nan")
     step_seconds: float = float("nan")
-    trained_rollouts: int = -1
+    gradient_rollouts: int = -1
     prompts: list[str] = field(default_factory=list)
 
 
@@ -170,7 +170,7 @@ class SideTimings:
             "tokens_per_step": med([float(s.tokens) for s in steps]),
             "gen_seconds": med([s.gen_seconds for s in steps]),
             "train_seconds": med([s.train_seconds for s in steps]),
-            "trained_rollouts": med([float(s.trained_rollouts) for s in steps]),
+            "gradient_rollouts": med([float(s.gradient_rollouts) for s in steps]),
             "reward": statistics.fmean(s.reward for s in steps) if steps else float("nan"),
             "alloc_overhead": med(
                 [s.alloc_seconds / s.step_seconds for s in steps if s.step_seconds > 0]
@@ -236,7 +236,7 @@ def time_our_step(trainer: Any) -> StepTiming:
         train_seconds=float(report.train_seconds),
         alloc_seconds=float(report.alloc_seconds),
         step_seconds=float(report.step_seconds),
-        trained_rollouts=int(report.trained_rollouts),
+        gradient_rollouts=int(report.gradient_rollouts),
         prompts=[e.prompt for e in trainer.examples],
     )
 
@@ -385,7 +385,7 @@ def print_results(result: dict[str, Any]) -> None:
             f"{s['seconds_per_step']:.3f}",
             f"{s['gen_seconds']:.3f}",
             f"{s['tokens_per_step']:.0f}",
-            f"{s['trained_rollouts']:.0f}",
+            f"{s['gradient_rollouts']:.0f}",
             f"{s['reward']:.3f}",
         )
     console = Console() if Console().is_terminal else Console(width=120)

@@ -202,7 +202,7 @@ def _trl_callback(
                         tokens=tokens,
                         reward=reward,
                         gen_seconds=gen,
-                        trained_rollouts=cfg.rollouts,  # TRL back-propagates every completion
+                        gradient_rollouts=cfg.rollouts,  # TRL back-propagates every completion
                         prompts=prompts,
                     )
                 )

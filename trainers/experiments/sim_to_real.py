@@ -22,7 +22,7 @@ the live ones of ``metrics.jsonl`` over the run's last steps — by default the 
 evidence of ``beliefs.json`` spans (each prompt's counts as of its last visit: one pass over the
 store's prompts, P / questions per step, and at least the store's memory 1/(1 − decay) steps),
 because the policy, and with it the pass rates, moves during training: gradient-carrying rollouts
-(``trained_rollouts``), informative fraction and distinct informative prompts; and says per
+(``gradient_rollouts``), informative fraction and distinct informative prompts; and says per
 metric whether the simulator ranks the entrants in the live order (with Spearman's rank
 correlation from three entrants). A run whose allocator cannot be built here says so in its row.
 
@@ -34,6 +34,7 @@ parsing (``run_files``) and the report (``from_run_report``) are already apart.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -72,7 +73,7 @@ __all__ = [
 
 #: Each mechanism figure's live counterpart in ``metrics.jsonl``.
 LIVE_KEYS = {
-    "grad_rollouts": "trained_rollouts",
+    "gradient_rollouts": "gradient_rollouts",
     "informative_frac": "informative_frac",
     "informative_prompts": "informative_prompts",
 }
@@ -253,7 +254,7 @@ def simulate(setup: SimSetup, episodes: list[int], master_seed: int) -> dict[str
         )
         loop = RoundLoop(
             params,
-            lambda counts, p=p, rng=rng: rng.binomial(counts, p),  # generate and score: a draw
+            functools.partial(rng.binomial, p=p),  # generate and score: a binomial draw
             allocator=allocator,
             seed=alloc_seed,
             name=setup.spec,

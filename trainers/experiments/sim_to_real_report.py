@@ -175,7 +175,7 @@ def markdown(result: FromRunResult, cfg: BenchConfig) -> str:
         f"Simulator: {cfg.episodes} episodes per run (master seed {cfg.seed}); truth fitted to "
         "each run's beliefs.json (Beta-binomial maximum likelihood), belief = the prior its "
         "allocator saw live. Live: mean over each run's last steps (column 'live steps'), "
-        "`trained_rollouts`, `informative_frac`, `informative_prompts` of metrics.jsonl. "
+        "`gradient_rollouts`, `informative_frac`, `informative_prompts` of metrics.jsonl. "
         "Q / N / R: questions the allocator sees (the pool, for an adaptive allocator with one), "
         "budget, round size.",
     ]

@@ -28,7 +28,7 @@ from adaroll_env.stats import mean_ci
 
 #: mechanism column -> (``metrics.jsonl`` key, how steps are pooled)
 MECHANISM: dict[str, tuple[str, str]] = {
-    "trained_per_step": ("trained_rollouts", "mean"),
+    "gradient_rollouts_per_step": ("gradient_rollouts", "mean"),
     "informative_prompts_per_step": ("informative_prompts", "mean"),
     "informative_frac": ("informative_frac", "mean"),
     "rounds_per_step": ("rounds", "mean"),
@@ -229,7 +229,7 @@ def markdown(rows: list[dict[str, Any]], base: str, target: float, prov: dict[st
         "rollouts to target: from where the curve reaches it and stays there to the end.",
         "",
         "| entrant | seeds | start pass@1 | final pass@1 (95 % CI) | rollouts to target "
-        f"(reached) | saving vs {base} | informative fraction | rollouts with gradient per "
+        f"(reached) | saving vs {base} | informative fraction | gradient rollouts per "
         "step | allocation overhead | minutes per run |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -240,7 +240,8 @@ def markdown(rows: list[dict[str, Any]], base: str, target: float, prov: dict[st
             f"{_pm(100 * r['final_pass@1'], 100 * r['ci95'])} | "
             f"{_fmt(r['rollouts_to_target'], ',.0f')} ({r['reached']}) | "
             f"{_fmt(None if saving is None else 100 * saving, '+.1f', ' %')} | "
-            f"{_fmt(r['informative_frac'], '.3f')} | {_fmt(r['trained_per_step'], '.1f')} | "
+            f"{_fmt(r['informative_frac'], '.3f')} | "
+            f"{_fmt(r['gradient_rollouts_per_step'], '.1f')} | "
             f"{_fmt(100 * r['alloc_overhead'], '.1f', ' %')} | {r['minutes']:.1f} |"
         )
     lines += [
@@ -271,13 +272,13 @@ def markdown(rows: list[dict[str, Any]], base: str, target: float, prov: dict[st
         "",
         "**Mechanism**, per step (means over seeds and steps; allocation overhead: median).",
         "",
-        "| entrant | rollouts with gradient | distinct informative prompts | informative "
+        "| entrant | gradient rollouts | distinct informative prompts | informative "
         "fraction | rounds | seconds | allocation overhead |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['entrant']} | {_fmt(r['trained_per_step'], '.1f')} | "
+            f"| {r['entrant']} | {_fmt(r['gradient_rollouts_per_step'], '.1f')} | "
             f"{_fmt(r['informative_prompts_per_step'], '.1f')} | "
             f"{_fmt(r['informative_frac'], '.3f')} | {_fmt(r['rounds_per_step'], '.1f')} | "
             f"{_fmt(r['seconds_per_step'], '.2f')} | "

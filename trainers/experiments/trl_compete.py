@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 RESULTS_FILE = "trl_compete.json"
 
 
@@ -114,36 +112,30 @@ class TrlCompeteConfig:
 
 
 def held_out_pass_at_1(model: Any, tokenizer: Any, task: Any, cfg: TrlCompeteConfig) -> float:
-    """pass@1 on ``eval_size`` test prompts (evenly spread), ``eval_k`` samples each."""
-    import torch
+    """pass@1 on ``eval_size`` test prompts (``held_out_subset``), ``eval_k`` samples each at
+    temperature 1: the trainer's one evaluation (``evaluate_examples``) through ``HFEngine``, on
+    the plain prompts TRL trains on, with the same sampling seed before and after training and
+    for every run."""
+    from trainers.engines.base import SamplingSpec
+    from trainers.engines.hf import HFEngine
+    from trainers.grpo.data_order import EVALUATION, derive_seed
+    from trainers.grpo.evaluation import evaluate_examples, held_out_subset
+    from trainers.models.prompts import encode_prompt
 
-    test = task.test
-    pick = np.unique(np.linspace(0, len(test) - 1, min(cfg.eval_size, len(test))).round())
-    rows = [test[int(i)] for i in pick]
     model.eval()
-    correct = 0.0
-    with torch.no_grad():
-        torch.manual_seed(1234)
-        for start in range(0, len(rows), 64):
-            chunk = rows[start : start + 64]
-            enc = tokenizer([e.prompt for e in chunk], return_tensors="pt", padding=True)
-            out = model.generate(
-                **enc,
-                do_sample=True,
-                temperature=1.0,
-                top_k=0,
-                top_p=1.0,
-                max_new_tokens=cfg.max_completion_length,
-                num_return_sequences=cfg.eval_k,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-            texts = tokenizer.batch_decode(
-                out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True
-            )
-            examples = [e for e in chunk for _ in range(cfg.eval_k)]
-            correct += float(np.sum(task.score(examples, texts).rewards >= 0.5))
-    model.train()
-    return correct / (len(rows) * cfg.eval_k)
+    try:
+        result = evaluate_examples(
+            HFEngine(model, tokenizer),
+            held_out_subset(task.test, cfg.eval_size),
+            encode=lambda e: encode_prompt(tokenizer, e.prompt, chat_template="none"),
+            score=task.score,
+            sampling=SamplingSpec(max_new_tokens=cfg.max_completion_length, temperature=1.0),
+            k=cfg.eval_k,
+            seed=derive_seed(0, EVALUATION, 0),
+        )
+    finally:
+        model.train()
+    return result.figures["pass@1"]
 
 
 def run_one(cfg: TrlCompeteConfig, allocator: str, seed: int) -> dict[str, Any]:

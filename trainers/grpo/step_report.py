@@ -3,7 +3,7 @@
 ``build_report`` turns a step's rollouts, final counts and update statistics into a
 ``StepReport``: allocation (informative / all-correct / all-wrong / empty fractions), every
 registered training utility of the final counts, reward statistics, the update's numbers,
-lengths and speed. Under data parallelism the per-rank sums are added (``all_reduce``), so every
+lengths and speed. Under data parallelism the per-rank sums are added (``Ranks.sum``), so every
 rank reports the whole batch. ``TrainingUtility`` is the deprecated former name of ``StepReport``.
 """
 
@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 from numpy.typing import NDArray
 
 from adaroll_env.utilities import get_utility, list_utilities
+from trainers.grpo.parallel import Ranks
 from trainers.grpo.rollouts import Rollouts
 
 
@@ -50,7 +50,7 @@ class StepReport:
     clip_ratio_low: float
     clip_ratio_high: float
     grad_norm: float
-    trained_rollouts: int
+    gradient_rollouts: int
     mean_length: float
     clipped_ratio: float
     tokens: int
@@ -68,6 +68,16 @@ class StepReport:
     logprob_diff: float
     extra: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def trained_rollouts(self) -> int:
+        """Deprecated name of ``gradient_rollouts`` (one name per metric since version 4)."""
+        warnings.warn(
+            "StepReport.trained_rollouts is renamed gradient_rollouts; the old name will go",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.gradient_rollouts
+
     def as_dict(self) -> dict[str, Any]:
         """A flat dict of numbers (utilities as ``utility/<name>``), for JSONL and TensorBoard."""
         d = asdict(self)
@@ -79,38 +89,48 @@ class StepReport:
 
 
 def build_report(
-    t: Any,
     ro: Rollouts,
     s: NDArray[np.int64],
     f: NDArray[np.int64],
     train: dict[str, float],
     train_seconds: float,
+    *,
+    step: int,
+    rollouts_total: int,
+    utility: str,
+    step_start: float,
+    nan_skipped: int = 0,
+    abandoned: int = 0,
+    ranks: Ranks = Ranks(),  # noqa: B008 (frozen)
 ) -> StepReport:
-    """The step's report from its successes ``s`` and failures ``f`` per question, the update's
-    statistics and timings; summed over ranks (``t.world > 1``)."""
-    sums = _step_sums(ro, s, f, train, t.utility)
-    if t.world > 1:
-        sums = all_reduce(t, sums)
+    """The report of step ``step`` from its rollouts, successes ``s`` and failures ``f`` per
+    question, the update's statistics ``train`` and timings (the step began at ``step_start``,
+    a ``time.perf_counter()``); summed over ``ranks``. ``rollouts_total``, ``nan_skipped`` and
+    ``abandoned`` are the run's counters as they stand."""
+    world = ranks.world
+    sums = _step_sums(ro, s, f, train, utility)
+    if world > 1:
+        sums = ranks.sum(sums)
         for k in train:
-            sums[f"t/{k}"] /= t.world
-    step_seconds = time.perf_counter() - t.step_start
-    if t.world > 1:
-        step_seconds = all_reduce(t, {"x": step_seconds})["x"] / t.world
+            sums[f"t/{k}"] /= world
+    step_seconds = time.perf_counter() - step_start
+    if world > 1:
+        step_seconds = ranks.sum({"x": step_seconds})["x"] / world
     q = max(sums["questions"], 1.0)
     m = max(sums["rollouts"], 1.0)
     mean = sums["reward_sum"] / m
     var = max(sums["reward_sq"] / m - mean * mean, 0.0)
     return StepReport(
-        step=t.step,
+        step=step,
         rollouts=int(sums["rollouts"]),
-        rollouts_total=t.rollouts_total,
+        rollouts_total=rollouts_total,
         questions=int(sums["questions"]),
         informative_frac=sums["informative"] / q,
         informative_prompts=int(sums["informative"]),
         all_correct_frac=sums["all_correct"] / q,
         all_wrong_frac=sums["all_wrong"] / q,
         empty_frac=sums["empty"] / q,
-        utilities={name: sums[f"u/{name}"] for name in _reported_utilities(t.utility)},
+        utilities={name: sums[f"u/{name}"] for name in _reported_utilities(utility)},
         reward=mean,
         reward_std=math.sqrt(var),
         frac_reward_zero_std=sums["zero_std"] / max(sums["groups"], 1.0),
@@ -120,7 +140,7 @@ def build_report(
         clip_ratio_low=sums["t/low"],
         clip_ratio_high=sums["t/high"],
         grad_norm=sums["t/grad_norm"],
-        trained_rollouts=round(sums["t/trained"] * t.world),
+        gradient_rollouts=round(sums["t/trained"] * world),
         mean_length=sums["length_sum"] / m,
         clipped_ratio=sums["truncated"] / m,
         tokens=int(sums["tokens"]),
@@ -133,8 +153,8 @@ def build_report(
         rounds=ro.rounds,
         verifier_errors=int(sums["errors"]),
         skipped_update=bool(sums["t/skipped"] > 0),
-        nan_skipped_total=t.nan_skipped,
-        abandoned_steps=t.abandoned,
+        nan_skipped_total=nan_skipped,
+        abandoned_steps=abandoned,
         logprob_diff=sums["t/lp_diff"],
     )
 
@@ -177,15 +197,6 @@ def _step_sums(
     for k, v in train.items():
         sums[f"t/{k}"] = v
     return sums
-
-
-def all_reduce(t: Any, values: dict[str, float]) -> dict[str, float]:
-    """``values`` summed over the ranks of ``t.accelerator``."""
-    assert t.accelerator is not None
-    keys = sorted(values)
-    x = torch.tensor([values[k] for k in keys], dtype=torch.float64, device=t.device)
-    total = t.accelerator.reduce(x, reduction="sum")
-    return dict(zip(keys, total.cpu().tolist(), strict=True))
 
 
 def __getattr__(name: str) -> Any:

@@ -47,14 +47,22 @@ from numpy.typing import NDArray
 from adaroll_env import model as am
 from agents.rounds import RoundLoop, StepPlan, plan_step
 from trainers.allocation.beliefs import BeliefStore
-from trainers.allocation.gradient_noise import AUTO_UTILITY, AutoKappa, Projection
+from trainers.allocation.gradient_noise import AUTO_UTILITY, AutoKappa, NoiseCollector, Projection
 from trainers.engines import Engine, SamplingSpec, make_engine
 from trainers.grpo import GRPOConfig
-from trainers.grpo.data_order import ALLOCATOR, GRADIENT_NOISE, SAMPLING, DataOrder, derive_seed
-from trainers.grpo.evaluation import evaluate, held_out_subset
+from trainers.grpo.data_order import (
+    ALLOCATOR,
+    EVALUATION,
+    GRADIENT_NOISE,
+    SAMPLING,
+    DataOrder,
+    derive_seed,
+)
+from trainers.grpo.evaluation import evaluate_examples, held_out_subset
+from trainers.grpo.parallel import Ranks
 from trainers.grpo.rollouts import SUCCESS_THRESHOLD, Rollouts, RoundResult
 from trainers.grpo.step_report import StepReport, build_report
-from trainers.grpo.update import grpo_update
+from trainers.grpo.update import PolicyModels, grpo_update
 from trainers.models.dropout import disable_dropout
 from trainers.models.prompts import encode_prompt
 from trainers.tasks import Example, Task, make_task
@@ -235,6 +243,25 @@ class GRPOTrainer:
             # vLLM loads the model from its directory, then follows the policy's weights
             kwargs.update(model_path=str(resolve_model_dir(cfg.model)), seed=cfg.seed)
         return make_engine(cfg.engine, self.policy, self.tokenizer, **kwargs)
+
+    @property
+    def ranks(self) -> Ranks:
+        """The run's data-parallel processes (``trainers.grpo.parallel.Ranks``)."""
+        return Ranks(self.accelerator, self.rank, self.world, self.device)
+
+    @property
+    def models(self) -> PolicyModels:
+        """What an update reads and trains (``trainers.grpo.update.PolicyModels``)."""
+        pad = self.tokenizer.pad_token_id
+        return PolicyModels(
+            model=self.model,
+            policy=self.policy,
+            ref_model=self.ref_model,
+            optimizer=self.optimizer,
+            pad_id=pad if pad is not None else 0,
+            ranks=self.ranks,
+            autocast=self.autocast,
+        )
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         """bf16 autocast on a GPU that supports it (``dtype='auto'`` or ``'bfloat16'``)."""
@@ -438,8 +465,24 @@ class GRPOTrainer:
         ro = self._rollouts
         assert ro is not None and self.rounds is not None
         ro.alloc_seconds += self.rounds.alloc_seconds  # the allocator's decisions
+        cfg = self.cfg
+        every = cfg.gradient_noise_every
+        noise = (
+            NoiseCollector(self.noise_projection, cfg.temperature)
+            if every and self.step % every == 0
+            else None
+        )
         t = time.perf_counter()
-        train = grpo_update(self, ro)
+        train = grpo_update(
+            self.models,
+            cfg,
+            ro,
+            [self.prompt_ids(e) for e in self.examples],
+            noise=noise,
+            step=self.step,
+            skipped_before=self.nan_skipped,
+        )
+        self.nan_skipped += int(train["skipped"])
         train_seconds = time.perf_counter() - t
         self.engine.sync_weights(self.policy)
         s = np.asarray(self.state.successes, dtype=np.int64)
@@ -449,14 +492,27 @@ class GRPOTrainer:
             [e.id for e in self.examples], s, f, self.step, groups=self._belief_groups()
         )
         ro.alloc_seconds += time.perf_counter() - t
-        report = build_report(self, ro, s, f, train, train_seconds)
+        report = build_report(
+            ro,
+            s,
+            f,
+            train,
+            train_seconds,
+            step=self.step,
+            rollouts_total=self.rollouts_total,
+            utility=self.utility,
+            step_start=self.step_start,
+            nan_skipped=self.nan_skipped,
+            abandoned=self.abandoned,
+            ranks=self.ranks,
+        )
         for key in ("kappa", "within", "between", "prompts"):  # this rank's measurement
             if f"noise_{key}" in train:
                 report.extra[f"gradient_noise/{key}"] = train[f"noise_{key}"]
         if self.auto_kappa is not None:
             report.extra["gradient_noise/kappa_used"] = self.auto_kappa.kappa
             if "noise_kappa" in train:  # the same on every rank: rank 0's measurement
-                self.auto_kappa.update(self._rank0(train["noise_kappa"]))
+                self.auto_kappa.update(self.ranks.from_rank0(train["noise_kappa"]))
         self.rollouts_total += report.rollouts
         report.rollouts_total = self.rollouts_total
         self.step += 1
@@ -483,23 +539,37 @@ class GRPOTrainer:
                 ) from exc
         return self.finish_step()
 
-    def _rank0(self, value: float) -> float:
-        """``value`` as rank 0 has it (itself when there is one process)."""
-        if self.world == 1:
-            return value
-        from accelerate.utils import broadcast_object_list
-
-        box = [value]
-        broadcast_object_list(box, from_process=0)
-        return float(box[0])
-
     # --- evaluation -----------------------------------------------------------------------
     def evaluate(
         self, *, size: int | None = None, k: int | None = None, split: str = "test"
     ) -> dict[str, float]:
-        """Held-out (or ``split="train"``) pass@1 and pass@k
-        (``trainers.grpo.evaluation.evaluate``)."""
-        return evaluate(self, size=size, k=k, split=split)
+        """Held-out pass@1 and pass@k overall and per level (``pass@1/level<L>``), and
+        ``prompts``, on ``size`` test prompts (``held_out_subset``) with ``k`` samples each
+        (``trainers.grpo.evaluation.evaluate_examples``).
+
+        ``split="train"`` evaluates ``size`` prompts of the training set instead (spread over it
+        the same way, always the same ones): beside the held-out figures it shows memorisation,
+        e.g. when a small ``task_size`` makes the run revisit its prompts.
+        """
+        cfg = self.cfg
+        k = cfg.eval_k if k is None else k
+        size = cfg.eval_size if size is None else size
+        if split not in ("test", "train"):
+            raise ValueError(f"split must be 'test' or 'train', got {split!r}")
+        examples = held_out_subset(self.task.test if split == "test" else self.task.train, size)
+        if not examples:
+            raise ValueError(f"task {self.task.name!r} has no {split} prompts to evaluate")
+        return evaluate_examples(
+            self.engine,
+            examples,
+            encode=self.prompt_ids,
+            score=self.task.score,
+            sampling=self.sampling,
+            k=k,
+            seed=derive_seed(cfg.seed, EVALUATION, self.rank),  # the same samples every time
+            ranks=self.ranks,
+            autocast=self.autocast,
+        ).figures
 
     # --- checkpoints ----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """One GRPO update on a step's ragged groups: advantages, micro-batches, clipping, KL, the step.
 
-``grpo_update(trainer, rollouts)`` is what ``GRPOTrainer.finish_step`` calls. It reads from the
-trainer only what an update needs (``cfg``, ``policy``/``model``, ``ref_model``, ``optimizer``,
-``accelerator``, ``device``, ``autocast``, ``tokenizer``, ``prompt_ids``, ``examples``,
-``world``) and counts skipped updates in ``trainer.nan_skipped``. The math is
-``trainers.grpo``'s; this module lays the batch out and drives forward/backward:
+``grpo_update(models, cfg, rollouts, prompt_of)`` is what ``GRPOTrainer.finish_step`` calls. It
+takes what an update uses and nothing else: ``PolicyModels`` (the network forward/backward go
+through, its parameters, the frozen reference, the optimizer, the pad id, the ranks and the
+autocast), the ``GRPOConfig``, the step's rollouts and each question's prompt ids. It changes
+only the weights and the optimizer; a skipped update is reported in the statistics
+(``skipped``), and the caller counts it. The math is ``trainers.grpo.objective``'s; this module
+lays the batch out and drives forward/backward:
 
 * ``prepare_batch``: rollouts flattened in question order, advantages over the ragged groups,
   per-token loss weights normalised over the **whole** batch (so gradient accumulation over
@@ -24,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +45,21 @@ from trainers.grpo.objective import (
     token_entropy,
     token_weights,
 )
+from trainers.grpo.parallel import Ranks
 from trainers.grpo.rollouts import Rollouts
+
+
+@dataclass(frozen=True)
+class PolicyModels:
+    """What an update reads and trains."""
+
+    model: Any  # what forward/backward go through (DDP-wrapped under data parallelism)
+    policy: Any  # the parameters themselves (unwrapped), clipped and stepped
+    ref_model: Any  # the frozen reference of the KL penalty, or None (beta = 0)
+    optimizer: Any  # torch.optim.Optimizer over ``policy``'s parameters
+    pad_id: int  # the tokenizer's pad token (0 when it has none)
+    ranks: Ranks  # the data-parallel processes (one by default)
+    autocast: Callable[[], contextlib.AbstractContextManager[Any]]  # bf16 on a GPU, or nothing
 
 
 @dataclass
@@ -86,7 +103,8 @@ def prepare_batch(ro: Rollouts, prompt_of: list[list[int]], cfg: Any) -> UpdateB
 
 
 def forward_logps(
-    t: Any,
+    m: PolicyModels,
+    cfg: Any,
     batch: UpdateBatch,
     idx: NDArray[np.int64],
     *,
@@ -96,20 +114,19 @@ def forward_logps(
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """Log-probs ``[b, T]`` of the completion tokens of rows ``idx`` (entropies, mask); with
     ``noise``, the rows' projected output-layer gradients go into it (same forward pass)."""
-    pad = t.tokenizer.pad_token_id if t.tokenizer.pad_token_id is not None else 0
     rows = idx.tolist()
     c = collate_prompt_completions(
         [batch.prompts[r] for r in rows],
         [batch.completions[r] for r in rows],
-        pad_id=pad,
+        pad_id=m.pad_id,
         width=batch.width,
-        device=t.device,
+        device=m.ranks.device,
     )
-    net: Any = t.ref_model if ref else t.model
-    with t.autocast():
+    net: Any = m.ref_model if ref else m.model
+    with m.autocast():
         out = net(**c.model_inputs(), use_cache=False, output_hidden_states=noise is not None)
     logits = c.completion_logits(out.logits)  # [b, T, V]
-    temp = t.cfg.temperature
+    temp = cfg.temperature
     lp = per_token_logps(logits, c.targets, temperature=temp)  # [b, T]
     mask = c.completion_mask  # [b, T]
     if noise is not None:
@@ -123,35 +140,37 @@ def forward_logps(
     return lp * mask, ent, mask
 
 
-def micro_batches(t: Any, rows: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+def micro_batches(
+    ranks: Ranks, rows: NDArray[np.int64], micro_batch_size: int
+) -> list[NDArray[np.int64]]:
     """``rows`` in chunks of ``micro_batch_size``; under DDP, padded with empty chunks so that
     every rank runs as many backward passes."""
-    mb = t.cfg.micro_batch_size
+    mb = micro_batch_size
     chunks = [rows[i : i + mb] for i in range(0, rows.size, mb)]
-    if t.world > 1:
-        n = torch.tensor([len(chunks)], device=t.device)
-        most = max(int(t.accelerator.gather(n).max().item()), 1)
+    if ranks.world > 1:
+        most = max(ranks.most(len(chunks)), 1)
         chunks += [np.zeros(0, dtype=np.int64)] * (most - len(chunks))
     return chunks
 
 
 def old_logprobs(
-    t: Any, batch: UpdateBatch, chunks: list[NDArray[np.int64]]
+    m: PolicyModels, cfg: Any, batch: UpdateBatch, chunks: list[NDArray[np.int64]]
 ) -> dict[int, torch.Tensor]:
     """The log-probs before the first of ``num_iterations`` updates (recomputed), per row."""
     old: dict[int, torch.Tensor] = {}
-    if t.cfg.num_iterations > 1 and t.cfg.old_logprobs == "recompute":
+    if cfg.num_iterations > 1 and cfg.old_logprobs == "recompute":
         with torch.no_grad():
             for idx in chunks:
                 if idx.size:
-                    lp, _, _ = forward_logps(t, batch, idx, need_entropy=False)
+                    lp, _, _ = forward_logps(m, cfg, batch, idx, need_entropy=False)
                     for k, r in enumerate(idx.tolist()):
                         old[r] = lp[k].detach()
     return old
 
 
 def micro_step(
-    t: Any,
+    m: PolicyModels,
+    cfg: Any,
     batch: UpdateBatch,
     idx: NDArray[np.int64],
     old: dict[int, torch.Tensor],
@@ -165,17 +184,13 @@ def micro_step(
     """Forward, loss and backward of one micro-batch (an empty ``idx`` runs a zero-weight row, so
     DDP ranks stay in step); the first iteration's statistics go into ``stats`` and ``diffs``,
     and its projected gradients into ``noise`` when given."""
-    cfg = t.cfg
+    acc = m.ranks.accelerator
     dummy = idx.size == 0
     use = idx if not dummy else np.array([0])
-    ctx = (
-        t.accelerator.no_sync(t.model)
-        if t.accelerator is not None and not sync
-        else contextlib.nullcontext()
-    )
+    ctx = acc.no_sync(m.model) if acc is not None and not sync else contextlib.nullcontext()
     with ctx:
         lp, ent, mask = forward_logps(
-            t, batch, use, need_entropy=first, noise=noise if first and not dummy else None
+            m, cfg, batch, use, need_entropy=first, noise=noise if first and not dummy else None
         )
         a = torch.as_tensor(batch.advantages[use], dtype=torch.float32, device=lp.device)  # [b]
         w = batch.weights[use, : lp.shape[1]].to(lp.device)  # [b, T]
@@ -191,15 +206,15 @@ def micro_step(
         per_tok, low, high = clipped_surrogate(
             lp, old_lp, a, epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high
         )  # [b, T]
-        if t.ref_model is not None:
+        if m.ref_model is not None:
             with torch.no_grad():
-                ref_lp, _, _ = forward_logps(t, batch, use, need_entropy=False, ref=True)
+                ref_lp, _, _ = forward_logps(m, cfg, batch, use, need_entropy=False, ref=True)
             kl = kl_k3(lp, ref_lp)  # [b, T]
             per_tok = per_tok + cfg.beta * kl
             stats["kl"] += float((kl.detach() * mask).sum())
         loss = (per_tok * w).sum()
-        if t.accelerator is not None:
-            t.accelerator.backward(loss)
+        if acc is not None:
+            acc.backward(loss)
         else:
             loss.backward()
     if first and not dummy:
@@ -218,27 +233,36 @@ def _float_rows(rows: list[Any], like: torch.Tensor) -> torch.Tensor:
     return pad_rows(rows, width=like.shape[1], value=0.0, dtype=torch.float32, device=like.device)
 
 
-def optimizer_step(t: Any, stats: dict[str, float], *, first: bool, diffs: list[float]) -> bool:
-    """Clip, check and apply the accumulated gradient; False (update skipped) if non-finite."""
-    params = [p for p in t.policy.parameters() if p.grad is not None]
-    max_norm = t.cfg.max_grad_norm
+def optimizer_step(
+    m: PolicyModels,
+    cfg: Any,
+    stats: dict[str, float],
+    *,
+    first: bool,
+    diffs: list[float],
+    step: int = 0,
+    skipped_before: int = 0,
+) -> bool:
+    """Clip, check and apply the accumulated gradient; False (update skipped, ``stats["skipped"]``
+    set, a warning naming ``step``) if it is non-finite."""
+    params = [p for p in m.policy.parameters() if p.grad is not None]
+    max_norm = cfg.max_grad_norm
     total = (
         torch.nn.utils.clip_grad_norm_(params, max_norm)
         if max_norm > 0
         else torch.norm(torch.stack([p.grad.detach().norm() for p in params]))
     )
     if not math.isfinite(float(total)):
-        t.optimizer.zero_grad(set_to_none=True)
-        t.nan_skipped += 1
+        m.optimizer.zero_grad(set_to_none=True)
         stats["skipped"] = 1.0
         warnings.warn(
-            f"step {t.step}: non-finite loss or gradient ({float(total)}); the update "
-            f"is skipped ({t.nan_skipped} skipped so far)",
+            f"step {step}: non-finite loss or gradient ({float(total)}); the update "
+            f"is skipped ({skipped_before + 1} skipped so far)",
             RuntimeWarning,
             stacklevel=3,
         )
         return False
-    t.optimizer.step()
+    m.optimizer.step()
     if first:
         stats["grad_norm"] = float(total)
         if diffs and stats["tokens"]:
@@ -246,38 +270,47 @@ def optimizer_step(t: Any, stats: dict[str, float], *, first: bool, diffs: list[
     return True
 
 
-def grpo_update(t: Any, ro: Rollouts) -> dict[str, float]:
-    """Advantages, then ``num_iterations`` optimizer steps over micro-batches; the statistics
-    (``loss``, ``kl``, ``entropy``, clip fractions ``low``/``high``, ``grad_norm``, ``trained``
-    rollouts, ``skipped``, ``lp_diff``: mean |engine − trainer| log-prob per token)."""
-    prompt_of = [t.prompt_ids(e) for e in t.examples]
-    batch = prepare_batch(ro, prompt_of, t.cfg)
+def grpo_update(
+    m: PolicyModels,
+    cfg: Any,
+    ro: Rollouts,
+    prompt_of: list[list[int]],
+    *,
+    noise: NoiseCollector | None = None,
+    step: int = 0,
+    skipped_before: int = 0,
+) -> dict[str, float]:
+    """Advantages, then ``num_iterations`` optimizer steps over micro-batches (``prompt_of[q]``:
+    question ``q``'s prompt ids); the statistics (``loss``, ``kl``, ``entropy``, clip fractions
+    ``low``/``high``, ``grad_norm``, ``trained`` rollouts, ``skipped``, ``lp_diff``: mean
+    |engine − trainer| log-prob per token). With ``noise``, the first iteration's forward passes
+    also measure the gradient noise (``noise_*`` statistics). ``step`` and ``skipped_before``
+    only word the warning of a skipped update."""
+    batch = prepare_batch(ro, prompt_of, cfg)
     stats = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "low": 0.0, "high": 0.0, "tokens": 0.0}
     stats.update(grad_norm=0.0, skipped=0.0, trained=float(batch.rows.size), lp_diff=math.nan)
-    chunks = micro_batches(t, batch.rows)
+    chunks = micro_batches(m.ranks, batch.rows, cfg.micro_batch_size)
     if not chunks:
         return stats  # nothing carries gradient: no update, exactly as a zero gradient
-    old = old_logprobs(t, batch, chunks)
-    every = t.cfg.gradient_noise_every
-    noise = (
-        NoiseCollector(t.noise_projection, t.cfg.temperature)
-        if every and t.step % every == 0
-        else None
-    )
-    for it in range(t.cfg.num_iterations):
-        t.optimizer.zero_grad(set_to_none=True)
+    old = old_logprobs(m, cfg, batch, chunks)
+    for it in range(cfg.num_iterations):
+        m.optimizer.zero_grad(set_to_none=True)
         diffs: list[float] = []
         for ci, idx in enumerate(chunks):
             sync = ci == len(chunks) - 1
             micro_step(
-                t, batch, idx, old, first=it == 0, sync=sync, stats=stats, diffs=diffs, noise=noise
-            )
-        if not optimizer_step(t, stats, first=it == 0, diffs=diffs):
+                m, cfg, batch, idx, old, first=it == 0, sync=sync, stats=stats, diffs=diffs,
+                noise=noise,
+            )  # fmt: skip
+        first = it == 0
+        if not optimizer_step(
+            m, cfg, stats, first=first, diffs=diffs, step=step, skipped_before=skipped_before
+        ):
             break
     if noise is not None:
         measured = noise.result(batch.groups)
         stats.update({f"noise_{k}": v for k, v in measured.items()})
-    t.optimizer.zero_grad(set_to_none=True)
+    m.optimizer.zero_grad(set_to_none=True)
     tokens = max(stats["tokens"], 1.0)
     for key in ("kl", "entropy", "low", "high"):
         stats[key] /= tokens

@@ -1,8 +1,9 @@
 """The held-out report of a warm start: greedy accuracy and sampled pass rates, per level.
 
-``evaluate(model, tokenizer, examples, ...)`` samples through ``HFEngine`` (the trainer's engine;
-no second sampler) and scores by exact match; ``report_table`` renders it. ``adaroll
-pretrain-tiny`` prints it and stores it in the model directory's metadata.
+``evaluate(model, tokenizer, examples, ...)`` is the trainer's one evaluation function
+(``trainers.grpo.evaluation.evaluate_examples``) through ``HFEngine``, scored by exact match;
+``report_table`` renders it. ``adaroll pretrain-tiny`` prints it and stores it in the model
+directory's metadata.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 def sample_completions(
@@ -52,35 +54,39 @@ def evaluate(
 ) -> dict[str, Any]:
     """Greedy accuracy and sampled pass rates on ``examples``, overall and per level.
 
-    Returns ``{"levels": [row, ...], "overall": row, "pass_rates": [...]}``, a row holding
-    ``level, n, greedy, pass@1, pass@k, spread`` (``spread``: fraction of prompts with a sampled
-    pass rate strictly between 0 and 1); ``pass_rates`` is the per-prompt sampled pass rate in
-    the order of ``examples``.
+    Both are ``trainers.grpo.evaluation.evaluate_examples`` through ``HFEngine`` on the plain
+    prompts (what the warm start trained on), scored by exact match: one greedy completion, then
+    ``num_samples`` at temperature 1 with ``seed``. Returns ``{"levels": [row, ...], "overall":
+    row, "pass_rates": [...]}``, a row holding ``level, n, greedy, pass@1, pass@k, spread``
+    (``spread``: fraction of prompts with a sampled pass rate strictly between 0 and 1);
+    ``pass_rates`` is the per-prompt sampled pass rate in the order of ``examples``.
     """
+    from trainers.engines.base import SamplingSpec
+    from trainers.engines.hf import HFEngine
+    from trainers.grpo.evaluation import evaluate_examples
+    from trainers.models.prompts import encode_prompt
     from trainers.tasks import exact_match
 
-    prompts = [ex.prompt for ex in examples]
-    greedy = sample_completions(
-        model, tokenizer, prompts, temperature=0.0, max_new_tokens=max_new_tokens
-    )
-    sampled = sample_completions(
-        model,
-        tokenizer,
-        prompts,
-        num_samples=num_samples,
-        temperature=1.0,
-        max_new_tokens=max_new_tokens,
-        seed=seed,
-    )
-    greedy_ok = np.array([exact_match(c, ex) for c, ex in zip(greedy, examples, strict=True)])
-    repeated = [ex for ex in examples for _ in range(num_samples)]
-    sampled_ok = np.array(
-        [exact_match(c, ex) for c, ex in zip(sampled, repeated, strict=True)]
-    ).reshape(len(examples), num_samples)  # [n, k]
-    rates = sampled_ok.mean(axis=1)  # [n]
+    engine = HFEngine(model, tokenizer, batch_size=1024)
+
+    def run(k: int, temperature: float, sample_seed: int) -> NDArray[np.int64]:
+        return evaluate_examples(
+            engine,
+            examples,
+            encode=lambda ex: encode_prompt(tokenizer, ex.prompt, chat_template="none"),
+            score=lambda exs, texts, _ids: [
+                float(exact_match(c, ex)) for c, ex in zip(texts, exs, strict=True)
+            ],
+            sampling=SamplingSpec(max_new_tokens=max_new_tokens, temperature=temperature),
+            k=k,
+            seed=sample_seed,
+        ).correct
+
+    greedy_ok = run(1, 0.0, 0) > 0  # [n]
+    rates = run(num_samples, 1.0, seed) / num_samples  # [n]
     levels = np.array([ex.level for ex in examples])
 
-    def row(select: np.ndarray, level: int | str) -> dict[str, Any]:
+    def row(select: NDArray[np.bool_], level: int | str) -> dict[str, Any]:
         r = rates[select]
         return {
             "level": level,

@@ -236,8 +236,11 @@ class MetricsLog:
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The records of a JSONL file (empty when missing)."""
+    """The records of a JSONL file (empty when missing), metric names of runs written before
+    version 4 renamed (``trainers.run.run_files.renamed``)."""
+    from trainers.run.run_files import renamed
+
     p = Path(path)
     if not p.exists():
         return []
-    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    return [renamed(json.loads(line)) for line in p.read_text().splitlines() if line.strip()]

@@ -267,9 +267,7 @@ def _stop_signal(trainer: Any) -> int | None:
     signum = stopping.requested()
     if trainer.world == 1:
         return signum
-    from trainers.grpo.step_report import all_reduce
-
-    anyone = all_reduce(trainer, {"s": 1.0 if signum else 0.0})["s"]
+    anyone = trainer.ranks.sum({"s": 1.0 if signum else 0.0})["s"]
     return (signum or stopping.signal_number("SIGTERM")) if anyone > 0 else None
 
 

@@ -230,15 +230,31 @@ def _group_key(value: Any) -> str:
     return str(tuple(value)) if isinstance(value, list) else str(value)
 
 
+#: metric names of runs written before version 4 -> today's (one name per metric everywhere)
+METRIC_RENAMES = {"trained_rollouts": "gradient_rollouts"}
+
+
+def renamed(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the metric names of older runs replaced by today's (``METRIC_RENAMES``).
+
+    >>> renamed({"step": 3, "trained_rollouts": 40})
+    {'step': 3, 'gradient_rollouts': 40}
+    """
+    if not any(old in record for old in METRIC_RENAMES):
+        return record
+    return {METRIC_RENAMES.get(k, k): v for k, v in record.items()}
+
+
 def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """The step reports of ``metrics.jsonl`` (blank lines skipped; a torn last line too)."""
+    """The step reports of ``metrics.jsonl`` (blank lines skipped; a torn last line too), metric
+    names of older runs renamed (``renamed``)."""
     rows = []
     lines = path.read_text().splitlines()
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            rows.append(renamed(json.loads(line)))
         except json.JSONDecodeError:
             if i == len(lines) - 1:
                 break  # a run killed mid-write leaves a torn last line
