@@ -72,31 +72,45 @@ def test_every_trainers_module_imports() -> None:
     assert "trainers.grpo.trainer" in modules and "trainers.benchmarks.trainer" in modules
 
 
-def test_no_import_cycle_among_trainers_modules() -> None:
-    """Module-level ``from trainers... import`` edges (not the lazy ones inside functions) form
-    no cycle."""
+def module_graph(package: str) -> dict[str, set[str]]:
+    """Module-level ``import``/``from ... import`` edges between the modules of ``package`` and
+    into the other two packages (not the lazy imports inside functions, nor TYPE_CHECKING
+    blocks): ``{module: {module it imports}}``."""
     import ast
 
-    edges: dict[str, set[str]] = {}
-    for path in (ROOT / "trainers").rglob("*.py"):
-        rel = path.relative_to(ROOT).with_suffix("")
-        name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
-        tree = ast.parse(path.read_text())
-        deps: set[str] = set()
-        for node in tree.body:  # module level only
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                if node.module.startswith("trainers"):
-                    deps.add(node.module)
-            elif isinstance(node, ast.Import):
-                deps |= {a.name for a in node.names if a.name.startswith("trainers")}
-        edges[name] = {d for d in deps if d != name}
+    tops = ("adaroll_env", "agents", "trainers")
+    modules: dict[str, Path] = {}
+    for top_name in tops:
+        for path in (ROOT / top_name).rglob("*.py"):
+            rel = path.relative_to(ROOT).with_suffix("")
+            modules[".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)] = path
 
     def resolve(dep: str) -> str | None:  # "trainers.tasks.X" may be a name, not a module
-        while dep and dep not in edges:
+        while dep and dep not in modules:
             dep = dep.rpartition(".")[0]
         return dep or None
 
-    graph = {m: {r for d in deps if (r := resolve(d)) and r != m} for m, deps in edges.items()}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        if name.split(".")[0] != package:
+            continue
+        deps: set[str] = set()
+        for node in ast.parse(path.read_text()).body:  # module level only
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                deps.add(node.module)
+                deps |= {f"{node.module}.{a.name}" for a in node.names}  # submodules imported
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names}
+        graph[name] = {
+            r for d in deps if d.split(".")[0] in tops and (r := resolve(d)) and r != name
+        }
+    return graph
+
+
+@pytest.mark.parametrize("package", ["adaroll_env", "agents", "trainers"])
+def test_no_import_cycle(package: str) -> None:
+    """The module-level edges inside each package form no cycle."""
+    graph = {m: {d for d in ds if d.startswith(package)} for m, ds in module_graph(package).items()}
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -115,3 +129,75 @@ def test_no_import_cycle_among_trainers_modules() -> None:
     for m in sorted(graph):
         if m not in state:
             visit(m)
+
+
+#: the rooms of trainers and the rooms each may import at module level (the README's Layout):
+#: models, tasks and engines are the ground floor; the GRPO step and allocation inside training
+#: use them; a run drives a trainer; TRL, experiments and benchmarks sit on top; the CLI is the top
+ROOMS: dict[str, set[str]] = {
+    "models": {"models"},
+    "tasks": {"tasks", "models"},
+    "engines": {"engines", "models"},
+    "grpo": {"grpo", "allocation", "models", "tasks", "engines"},
+    "allocation": {"allocation", "grpo", "models", "tasks", "engines"},
+    "run": {"run", "grpo", "allocation", "models", "tasks", "engines"},
+    "trl": {"trl", "grpo", "allocation", "models", "tasks", "engines"},
+    "experiments": {
+        "experiments",
+        "run",
+        "trl",
+        "grpo",
+        "allocation",
+        "models",
+        "tasks",
+        "engines",
+    },
+    "benchmarks": {"benchmarks", "run", "trl", "grpo", "allocation", "models", "tasks", "engines"},
+}
+
+
+def test_trainers_rooms_import_only_downwards() -> None:
+    graph = module_graph("trainers")
+    wrong = []
+    for module, deps in sorted(graph.items()):
+        parts = module.split(".")
+        if len(parts) < 3 or parts[1] not in ROOMS:
+            continue  # trainers/__init__.py, cli.py
+        for dep in sorted(deps):
+            d = dep.split(".")
+            if d[0] != "trainers":
+                continue
+            if len(d) < 2 or d[1] == "cli" or (d[1] in ROOMS and d[1] not in ROOMS[parts[1]]):
+                wrong.append(f"{module} -> {dep}")
+    assert not wrong, wrong
+
+
+def test_agents_never_reach_trainers_and_env_reaches_neither() -> None:
+    for package, never in (("adaroll_env", ("agents", "trainers")), ("agents", ("trainers",))):
+        bad = [f"{m} -> {d}" for m, ds in module_graph(package).items() for d in ds
+               if d.split(".")[0] in never]  # fmt: skip
+        assert not bad, bad
+
+
+def test_old_module_paths_warn_and_are_the_new_modules() -> None:
+    """Every moved path of version 4 imports (fresh interpreter), warns, and is the new module."""
+    probe = (
+        "import importlib, json, sys, warnings\n"
+        "import agents, trainers\n"
+        "table = {**agents.MOVED, **trainers.MOVED}\n"
+        "out = {}\n"
+        "for old, new in table.items():\n"
+        "    if any(x in new for x in ('trl', 'vllm')):\n"
+        "        continue\n"
+        "    with warnings.catch_warnings(record=True) as w:\n"
+        "        warnings.simplefilter('always')\n"
+        "        mod = importlib.import_module(old)\n"
+        "    out[old] = [mod is sys.modules[new], any(issubclass(x.category, DeprecationWarning)"
+        " and new in str(x.message) for x in w)]\n"
+        "print(json.dumps(out))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                         check=True, timeout=600)  # fmt: skip
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert len(out) >= 30
+    assert all(same and warned for same, warned in out.values()), out

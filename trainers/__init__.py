@@ -28,7 +28,7 @@ MOVED = {
     "trainers.beliefs": "trainers.allocation.beliefs",
     "trainers.callbacks": "trainers.run.callbacks",
     "trainers.checkpoints": "trainers.run.checkpoints",
-    "trainers.collate": "trainers.grpo.collate",
+    "trainers.collate": "trainers.models.collate",
     "trainers.compete": "trainers.experiments.compete",
     "trainers.compete_entrants": "trainers.experiments.entrants",
     "trainers.compete_plots": "trainers.experiments.plots",

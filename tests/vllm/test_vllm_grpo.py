@@ -2,7 +2,7 @@
 log-probs (``old_logprobs="engine"``) agreeing with the trainer's to float precision.
 
 The task, settings and threshold are those of the HF engine's learning test
-(``tests/trainers/test_trainer.py::test_grpo_raises_held_out_accuracy``): change both together
+(``tests/trainers/grpo/test_trainer.py::test_grpo_raises_held_out_accuracy``): change both together
 when the tiny model's recipe or the trainer's defaults change.
 """
 

@@ -11,7 +11,7 @@ import torch
 
 from adaroll_env.errors import check_int
 from trainers.engines.base import Generation, SamplingSpec, check_request
-from trainers.grpo.collate import pad_batch
+from trainers.models.collate import pad_batch
 from trainers.models.dropout import has_dropout
 
 

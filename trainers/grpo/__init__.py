@@ -8,7 +8,6 @@ Rooms (``trainers.grpo.``):
 - ``trainer``: ``GRPOTrainer``, one step as an allocation episode (``begin_step`` /
   ``run_round`` / ``finish_step``), which runs its rounds through ``agents.rounds.RoundLoop``;
 - ``rollouts``: a step's generated rollouts and the round result;
-- ``collate``: padding and batching of rollouts;
 - ``update``: the GRPO update over a step's rollouts;
 - ``step_report``: ``StepReport``, what one step reports;
 - ``evaluation``: the one held-out evaluation (pass@1 / pass@k, per group);

@@ -3,7 +3,7 @@
 ``Rollouts`` gathers, per question of a rank's batch, the completions a step generated (ids,
 engine log-probs, rewards, truncation) with the step's counters; ``Rollouts.add`` records one
 ``Generation``. ``check_counts`` is the contract a round's allocation must meet (integers, the
-round's size, the caps). Collation for the update is ``trainers.grpo.collate``'s.
+round's size, the caps). Collation for the update is ``trainers.models.collate``'s.
 """
 
 from __future__ import annotations

@@ -35,7 +35,6 @@ import torch
 from numpy.typing import NDArray
 
 from trainers.allocation.gradient_noise import NoiseCollector
-from trainers.grpo.collate import collate_prompt_completions, pad_rows
 from trainers.grpo.objective import (
     clipped_surrogate,
     expand_groups,
@@ -47,6 +46,7 @@ from trainers.grpo.objective import (
 )
 from trainers.grpo.parallel import Ranks
 from trainers.grpo.rollouts import Rollouts
+from trainers.models.collate import collate_prompt_completions, pad_rows
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ Rooms (``trainers.models.``):
 - ``warm_start``: the tiny model's supervised warm start and its cache (``adaroll
   pretrain-tiny``); ``warm_start_report``: its held-out report per level;
 - ``prompts``: a prompt's token ids (chat template or plain);
+- ``collate``: token rows padded and batched for a forward pass (the engines and the update);
 - ``dropout``: dropout off, in one place;
 - ``paths``: the cache root and the error for a missing path.
 

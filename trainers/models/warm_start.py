@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from adaroll_env.stats import library_versions
-from trainers.grpo.collate import pad_rows
+from trainers.models.collate import pad_rows
 from trainers.models.paths import cache_dir
 from trainers.models.tiny import (
     TINY_METADATA_FILE,

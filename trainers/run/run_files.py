@@ -363,3 +363,32 @@ def finite_or_none(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return x if math.isfinite(x) else None
+
+
+#: metrics that measure time (they differ between any two runs, even of the same code)
+TIMING_KEYS = ("seconds", "tokens_per_s", "alloc_overhead")
+
+
+def compare_runs(a: Path, b: Path) -> dict[str, dict[str, Any]]:
+    """Per file (``metrics.jsonl``, ``eval.jsonl``) of two run directories: the rows, the values
+    compared (timings left out, older metric names renamed) and the keys whose values differ —
+    what "the same run, bit for bit" means for a refactor (``scripts/compare_runs.py``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in ("metrics.jsonl", "eval.jsonl"):
+        ra, rb = read_metrics(Path(a) / name), read_metrics(Path(b) / name)
+        differ: set[str] = set()
+        compared = 0
+        for x, y in zip(ra, rb, strict=False):
+            for key in sorted(set(x) | set(y)):
+                if any(t in key for t in TIMING_KEYS):
+                    continue
+                compared += 1
+                if x.get(key) != y.get(key):
+                    differ.add(key)
+        out[name] = {
+            "rows": (len(ra), len(rb)),
+            "compared": compared,
+            "differ": sorted(differ),
+            "identical": not differ and len(ra) == len(rb),
+        }
+    return out

@@ -23,7 +23,7 @@ from trainers.grpo import GRPOConfig
 from trainers.grpo.trainer import GRPOTrainer
 from trainers.run.grpo_command import checkpoint_dirs, main, read_jsonl
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def small_cfg(model_dir: Path, **kw: Any) -> GRPOConfig:

@@ -213,7 +213,7 @@ def test_scripts_parse_without_the_trainer(script):
     import subprocess
     import sys
 
-    root = pathlib.Path(__file__).resolve().parents[2]
+    root = pathlib.Path(__file__).resolve().parents[3]
     code = (
         "import runpy, sys; sys.modules['trainers'] = None; "
         f"sys.argv = [{script!r}, '--help']; "

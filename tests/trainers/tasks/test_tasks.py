@@ -124,7 +124,7 @@ def test_module_is_light():
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     assert out.stdout.split() == ["False", "False"]
 

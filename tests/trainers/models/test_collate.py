@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from trainers.grpo import per_token_logps
-from trainers.grpo.collate import collate_prompt_completions, pad_batch, pad_rows, position_ids
+from trainers.models.collate import collate_prompt_completions, pad_batch, pad_rows, position_ids
 
 
 def test_pad_rows_right_and_left_by_hand():

@@ -22,7 +22,7 @@ from trainers.experiments.compete import CompeteConfig, main, rollouts_to_reach,
 from trainers.experiments.statistics import curve_auc
 from trainers.grpo import GRPOConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: Student's t quantile 0.975 with 2 degrees of freedom (three seeds)
 T2 = 4.302652729749462
 
@@ -192,7 +192,7 @@ def test_a_signal_stops_the_workers_each_run_resumable(
             "--model", str(tiny_model_dir), "--steps", "100000", "--batch-size", "4",
             "--group-size", "2", "--eval-every", "100000", "--eval-size", "4", "--eval-k", "1",
             "--no-progress", "--out", str(out)]  # fmt: skip
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     proc = subprocess.Popen([sys.executable, "-m", "trainers.cli", *args], cwd=root,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     grpo = GRPOConfig(model=str(tiny_model_dir), steps=100000, batch_size=4, group_size=2,

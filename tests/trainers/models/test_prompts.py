@@ -14,7 +14,7 @@ import torch
 from trainers.engines.base import SamplingSpec
 from trainers.engines.hf import HFEngine
 from trainers.grpo import per_token_logps
-from trainers.grpo.collate import collate_prompt_completions
+from trainers.models.collate import collate_prompt_completions
 from trainers.models.loading import build_tiny_tokenizer, load_policy
 from trainers.models.prompts import (
     PromptFormat,
