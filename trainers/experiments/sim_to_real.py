@@ -28,7 +28,7 @@ correlation from three entrants). A run whose allocator cannot be built here say
 
 About 520 lines, over the 500 of the house style, on purpose: reading a run's setting, fitting
 its truth, simulating and comparing are one pipeline over the same run records; the file
-parsing (``run_files``) and the report (``from_run_report``) are already apart.
+parsing (``trainers.run.run_files``) and the report (``sim_to_real_report``) are already apart.
 """
 
 from __future__ import annotations

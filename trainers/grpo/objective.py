@@ -39,35 +39,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 import numpy as np
 from numpy.typing import NDArray
 
-from trainers.grpo.config import (
-    STD_EPS,
-    BeliefPrior,
-    ChatTemplate,
-    Dtype,
-    EngineName,
-    GRPOConfig,
-    LossType,
-    OldLogprobs,
-    ScaleRewards,
-    field_help,
-)
+from trainers.grpo.config import STD_EPS, LossType, ScaleRewards
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = [
-    "STD_EPS",
-    "BeliefPrior",
-    "ChatTemplate",
-    "Dtype",
-    "EngineName",
-    "GRPOConfig",
-    "LossType",
-    "OldLogprobs",
     "ScaleRewards",
     "clipped_surrogate",
     "expand_groups",
-    "field_help",
     "group_advantages",
     "kl_k3",
     "per_token_logps",

@@ -15,18 +15,23 @@ The step API is shared by the trainer's own loop (``train_step``) and the live e
 A trainer built with ``external=True`` is driven from outside (the live env's agent, a notebook):
 it builds no allocator, its rounds are ``round_size`` (default ``B``) and ``train_step`` refuses.
 
-This file orchestrates. Its rooms: the configuration (``trainers.grpo.config``), seeds and data
-order (``trainers.grpo.data_order``), rollouts, the round's contract and collation
-(``trainers.grpo.rollouts``), the update (``trainers.grpo.update``, math in ``trainers.grpo``), the
-step report (``trainers.grpo.step_report``), held-out evaluation (``trainers.grpo.evaluation``),
-generation (``trainers.engines``), scoring (``trainers.tasks``) and beliefs
-(``trainers.allocation.beliefs``). Data parallelism goes through ``accelerate``: each rank takes its
-shard of the batch's prompts with its share of the budget, allocates it, keeps those prompts'
-beliefs, and gradients are averaged by DDP.
+This file orchestrates. A step's plan (``agents.rounds.plan_step``, built once) gives each step
+its ``AllocationParams`` with the belief store's priors, and its rounds run in
+``agents.rounds.RoundLoop`` (allocator reset, pilot, contract check, apply), the loop the TRL
+subclass and the simulator share; this trainer's "generate and score" is ``_generate`` (the
+engine, then the task's verifier). Its rooms: the configuration (``trainers.grpo.config``), seeds
+and data order (``trainers.grpo.data_order``), rollouts (``trainers.grpo.rollouts``), the update
+(``trainers.grpo.update``, math in ``trainers.grpo.objective``), the step report
+(``trainers.grpo.step_report``), held-out evaluation (``trainers.grpo.evaluation``), ranks
+(``trainers.grpo.parallel``), generation (``trainers.engines``), scoring (``trainers.tasks``)
+and beliefs (``trainers.allocation.beliefs``); each helper takes explicit arguments, not the
+trainer. Data parallelism goes through ``accelerate``: each rank takes its shard of the batch's
+prompts with its share of the budget, allocates it, keeps those prompts' beliefs, and gradients
+are averaged by DDP.
 
-About 530 lines, over the 500 of the house style, on purpose: what is left here is the step API,
-its set-up and its checkpoint state, which share the trainer's attributes; every computation
-they call lives in the rooms above.
+About 630 lines, over the 500 of the house style, on purpose: what is left here is the step API,
+its set-up, the arguments it hands each room and its checkpoint state, which share the trainer's
+attributes; every computation they call lives in the rooms above.
 """
 
 from __future__ import annotations

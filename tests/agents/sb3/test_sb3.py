@@ -17,11 +17,10 @@ pytest.importorskip("sb3_contrib")
 import torch as th
 from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
-from stable_baselines3.common.evaluation import evaluate_policy
 
 import adaroll_env
 import agents
-from agents.benchmark import run_episodes
+from agents.benchmarks import run_episodes
 from agents.sb3.allocator import (
     SB3Allocator,
     load_sb3_allocator,
@@ -204,12 +203,13 @@ def test_equivariant_model_acts_at_another_b(saved):
     assert all(th.equal(p[k], big[k]) for k in p)
 
 
-def test_check_allocator_and_evaluate_policy(saved):
+def test_check_allocator_and_evaluate_policy(saved, evaluate_matches_replay):
     env = gym.make(ROUNDS, **SMALL)
     alloc = agents.make_allocator(f"sb3:{saved}", env, seed=0)
     agents.check_allocator(alloc, env, episodes=2)
-    mean, _ = evaluate_policy(alloc, gym.make(ROUNDS, **SMALL), n_eval_episodes=4, warn=False)
-    assert 0.0 <= mean <= 4.0
+    evaluate_matches_replay(
+        lambda: gym.make(ROUNDS, **SMALL), lambda env: agents.make_allocator(f"sb3:{saved}", env), 4
+    )
 
 
 def test_sequential_maskable_allocator_respects_caps(tmp_path):
@@ -326,7 +326,7 @@ def test_pretrained_ships_and_acts():
 
 def test_parallel_benchmark_runs_a_learned_allocator(saved):
     """Forked benchmark workers after torch was used in the parent must not deadlock."""
-    from agents.benchmark import BenchConfig, run_benchmark
+    from agents.benchmarks import BenchConfig, run_benchmark
 
     cfg = BenchConfig(
         allocators=f"uniform,sb3:{saved}",

@@ -4,7 +4,6 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
-from stable_baselines3.common.evaluation import evaluate_policy
 
 import agents
 from adaroll_env import AllocationParams
@@ -165,12 +164,12 @@ def test_check_allocator(env_id, kw):
     agents.check_allocator(agents.make_allocator("bamdp", env, exact=False), env)
 
 
-def test_evaluate_policy_runs():
-    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=8)
-    mean, _ = evaluate_policy(
-        agents.make_allocator("bamdp", env), env, n_eval_episodes=4, warn=False
+def test_evaluate_policy_runs(evaluate_matches_replay):
+    evaluate_matches_replay(
+        lambda: gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=8),
+        lambda env: agents.make_allocator("bamdp", env),
+        4,
     )
-    assert 0 <= mean <= 8
 
 
 def test_sequential_fast_path_matches_full_recompute():
@@ -275,7 +274,7 @@ def test_rounds_spend_exactly_and_prefer_uncertain_questions():
 
 
 def test_bamdp_beats_uniform_in_the_bayes_setting():
-    from agents.benchmark import mean_ci, run_episodes
+    from agents.benchmarks import mean_ci, run_episodes
 
     env = gym.make(
         "AdaRoll/BetaBernoulliRounds-v0", num_questions=16, budget=128, difficulty=(0.3, 0.3)

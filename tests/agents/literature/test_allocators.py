@@ -3,12 +3,11 @@ import itertools
 import gymnasium as gym
 import numpy as np
 import pytest
-from stable_baselines3.common.evaluation import evaluate_policy
 
 import adaroll_env
 import agents
 from adaroll_env import model
-from agents.literature import (
+from agents.literature.allocators import (
     GresoAllocator,
     KnapsackAllocator,
     PilotCommitAllocator,
@@ -386,12 +385,12 @@ def test_check_allocator_literature(env_id, name, kwargs):
 
 @pytest.mark.parametrize("env_id", IDS)
 @pytest.mark.parametrize("name", NAMES)
-def test_evaluate_policy_literature(env_id, name):
-    env = gym.make(env_id, num_questions=6)
-    alloc = agents.make_allocator(name, env, seed=0)
-    mean, std = evaluate_policy(alloc, env, n_eval_episodes=3, warn=False)
-    assert 0.0 <= mean <= 6.0
-    assert np.isfinite(std)
+def test_evaluate_policy_literature(env_id, name, evaluate_matches_replay):
+    evaluate_matches_replay(
+        lambda: gym.make(env_id, num_questions=6),
+        lambda env: agents.make_allocator(name, env, seed=0),
+        3,
+    )
 
 
 def test_registered_and_keyword_only():

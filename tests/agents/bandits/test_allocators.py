@@ -1,5 +1,5 @@
-"""Tests of agents.bandits: each rule on a case worked out by hand (or by an independent brute
-force), the protocol in both envs, SB3's evaluate_policy, and greedy beating uniform on the
+"""Tests of agents.bandits.allocators: each rule on a case worked out by hand (or by an independent
+brute force), the protocol in both envs, SB3's evaluate_policy, and greedy beating uniform on the
 Bayes setting."""
 
 import itertools
@@ -8,7 +8,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import scipy.stats
-from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 
 import adaroll_env
@@ -16,7 +15,7 @@ import agents
 from adaroll_env import model, utilities
 from adaroll_env.model import AllocationParams
 from adaroll_env.utilities import expected_utility
-from agents.bandits import (
+from agents.bandits.allocators import (
     clearing_price,
     concave_increments,
     credible_points,
@@ -24,7 +23,7 @@ from agents.bandits import (
     posterior_learnability,
     variance_split,
 )
-from agents.benchmark import run_episodes
+from agents.benchmarks import run_episodes
 from agents.planning import bundle_fill, posterior_values
 
 gym.register_envs(adaroll_env)
@@ -379,11 +378,13 @@ def test_other_utilities(env_id, custom_utility):
 
 
 @pytest.mark.parametrize("env_id", [SEQ, ROUNDS])
-def test_evaluate_policy_runs(env_id):
-    env = Monitor(gym.make(env_id, num_questions=4, budget=16, reveal_truth=True))
+def test_evaluate_policy_runs(env_id, evaluate_matches_replay):
     for name in NAMES:
-        mean, std = evaluate_policy(agents.make_allocator(name, env, seed=0), env, 3)
-        assert 0.0 <= mean <= 4.0 and np.isfinite(std)
+        evaluate_matches_replay(
+            lambda: Monitor(gym.make(env_id, num_questions=4, budget=16, reveal_truth=True)),
+            lambda env, name=name: agents.make_allocator(name, env, seed=0),
+            3,
+        )
 
 
 def test_per_episode_priors_through_reset_options():
@@ -438,7 +439,7 @@ def test_memo_never_changes_a_decision():
 
 def test_single_rollout_path_equals_bundle_fill():
     # The sequential fast path of bundle_fill gives exactly its answer (ties included).
-    from agents.bandits import _fill
+    from agents.bandits.allocators import _fill
 
     rng = np.random.default_rng(2)
     for _ in range(200):
