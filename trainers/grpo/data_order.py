@@ -22,7 +22,11 @@ ExampleT = TypeVar("ExampleT")
 
 
 def derive_seed(*parts: int) -> int:
-    """A 31-bit seed from integer parts (master seed, purpose, step, round, rank)."""
+    """A 32-bit seed from integer parts (master seed, purpose, step, round, rank).
+
+    ``numpy.random.SeedSequence`` ignores trailing zero parts, so ``derive_seed(s, p, 0)`` is
+    ``derive_seed(s, p)``: every purpose uses a fixed number of parts, so no two uses collide.
+    """
     return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1)[0])
 
 
