@@ -39,10 +39,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from adaroll_env import model as am
+from adaroll_env.actions import encode_counts
 from adaroll_env.schedules import resolve_schedule_spec
 from agents.contract import check_allocation
 
-__all__ = ["GenerateAndScore", "RoundLoop", "StepPlan", "plan_step"]
+__all__ = ["EnvRoundLoop", "GenerateAndScore", "RoundLoop", "StepPlan", "plan_step"]
 
 #: ``generate(counts)``: generate ``counts[i]`` rollouts of question ``i``, score them, return the
 #: successes per question (int, shape [B])
@@ -175,6 +176,8 @@ class RoundLoop:
         seed: the allocator's seed for this step.
         name: the allocator as the user knows it, named in contract errors.
         truth: the hidden pass rates shown to allocators that read them (``oracle``), or None.
+        state: where the step starts (default: nothing spent); a Gymnasium env's state after
+            ``reset``, whose pilot is then already spent (the simulated benchmark).
 
     ``alloc_seconds`` accumulates the time spent inside the allocator (reset and decisions);
     ``decisions`` counts the rounds decided, ``rounds`` the generate calls (pilot included).
@@ -191,9 +194,10 @@ class RoundLoop:
         seed: int | None = None,
         name: str | None = None,
         truth: Any = None,
+        state: am.AllocationState | None = None,
     ) -> None:
         self.params = params
-        self.state = am.initial_state(params)
+        self.state = am.initial_state(params) if state is None else state
         self.generate = generate
         self.allocator = allocator
         self.name = name if name is not None else _name(allocator)
@@ -248,10 +252,21 @@ class RoundLoop:
         """``counts`` as int64 if they are a valid decision for the next round, else
         ``agents.AllocationError`` naming ``name`` (default: the allocator)."""
         p, s = self.params, self.state
+        round_size = am.next_round_size(p, s)
+        if round_size == 1 and isinstance(counts, np.ndarray) and counts.dtype == np.int64:
+            # Fast path of the same rules for one rollout: exactly one 1, to a question with room.
+            nz = np.flatnonzero(counts)
+            if (
+                counts.shape == (p.num_questions,)
+                and nz.size == 1
+                and counts[nz[0]] == 1
+                and s.rollouts[nz[0]] < p.cap
+            ):
+                return counts
         return check_allocation(
             name if name is not None else self.name,
             counts,
-            round_size=am.next_round_size(p, s),
+            round_size=round_size,
             spent=s.rollouts,
             caps=p.cap,
         )
@@ -274,6 +289,70 @@ class RoundLoop:
         successes = np.asarray(self.generate(counts), dtype=np.int64)
         self.last_counts = counts
         self.state = am.apply_counts(self.params, self.state, counts, successes)
+        self.rounds += 1
+        return successes
+
+
+class EnvRoundLoop(RoundLoop):
+    """The round loop over a simulated allocation env (``AdaRoll/BetaBernoulli-v0`` or
+    ``AdaRoll/BetaBernoulliRounds-v0``) just ``reset``: the env holds the state, draws the
+    outcomes and pays the rewards; the loop asks the allocator and checks its decisions.
+
+    Each round is one ``env.step``: the question index in the one-rollout env, the counts as
+    ``encode_counts`` in the rounds env. ``total_reward`` sums the rewards (the pilot's utility
+    included, paid with the first step), ``obs`` and ``info`` are the env's last.
+
+    >>> import gymnasium as gym, adaroll_env, agents
+    >>> env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=4, budget=16)
+    >>> obs, info = env.reset(seed=0)
+    >>> loop = EnvRoundLoop(env, allocator=agents.make_allocator("uniform", env), seed=0)
+    >>> loop.run().rollouts.tolist(), loop.rounds
+    ([4, 4, 4, 4], 4)
+    """
+
+    def __init__(self, env: Any, *, allocator: Any, seed: int | None = None) -> None:
+        self.env = env
+        base = env.unwrapped
+        self._base = base
+        self._sequential = base.episode_params.mode == "sequential"
+        self.total_reward = 0.0
+        self.obs: dict[str, Any] = base._obs()
+        self.info: dict[str, Any] = base._info()
+        super().__init__(
+            base.episode_params,
+            self._step,
+            allocator=allocator,
+            seed=seed,
+            truth=base.true_p if base.reveal_truth else None,
+            state=base.state,
+        )
+
+    def observe(self) -> dict[str, NDArray[np.float32]]:
+        """The env's last observation."""
+        return self.obs
+
+    def pilot(self) -> NDArray[np.int64] | None:
+        """Nothing: the env ran the pilot in ``reset``."""
+        return None
+
+    def _step(self, counts: NDArray[np.int64]) -> NDArray[np.int64]:
+        if self._sequential:
+            q = int(np.flatnonzero(counts)[0])
+            before = int(self._base.state.successes[q])
+            self._env_step(q)
+            return counts * (int(self._base.state.successes[q]) - before)
+        before_all = self._base.state.successes
+        self._env_step(encode_counts(counts))
+        return np.asarray(self._base.state.successes - before_all, dtype=np.int64)
+
+    def _env_step(self, action: Any) -> None:
+        self.obs, reward, _, _, self.info = self.env.step(action)
+        self.total_reward += float(reward)
+
+    def _apply(self, counts: NDArray[np.int64]) -> NDArray[np.int64]:
+        successes = self._step(counts)
+        self.last_counts = counts
+        self.state = self._base.state
         self.rounds += 1
         return successes
 

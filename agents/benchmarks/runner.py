@@ -36,6 +36,7 @@ from agents.benchmarks.statistics import summarise
 from agents.benchmarks.tables import format_tables
 from agents.policy_value import exact_value
 from agents.registry import make_allocator
+from agents.rounds import EnvRoundLoop
 
 
 def episode_seeds(master: int, episode: int) -> tuple[int, int]:
@@ -53,27 +54,20 @@ def run_episodes(
 ) -> list[dict[str, Any]]:
     """Run ``spec`` (built with ``allocator_kwargs``) on ``env`` for the given episode indices;
     one record per episode: its utility, the mechanism figures of its final counts
-    (``agents.benchmarks.mechanism``), decisions, timings and where the rollouts went."""
+    (``agents.benchmarks.mechanism``), decisions, timings and where the rollouts went.
+
+    An episode is the trainer's round loop over the env (``agents.rounds.EnvRoundLoop``): the
+    env draws the outcomes and pays the rewards, the loop asks the allocator and checks its
+    decisions against the allocation contract, as in training."""
     allocator = make_allocator(spec, env, **(allocator_kwargs or {}))
-    params = env.unwrapped.params  # type: ignore[attr-defined]
     records = []
     for i in episodes:
         env_seed, alloc_seed = episode_seeds(master_seed, i)
         t_start = time.perf_counter()
-        obs, info = env.reset(seed=env_seed)
-        allocator.reset(params, seed=alloc_seed)
-        total = 0.0
-        decide = 0.0
-        decisions = 0
-        done = False
-        while not done:
-            t0 = time.perf_counter()
-            action = allocator.act(obs)
-            decide += time.perf_counter() - t0
-            decisions += 1
-            obs, reward, terminated, truncated, info = env.step(action)
-            total += float(reward)
-            done = terminated or truncated
+        env.reset(seed=env_seed)
+        loop = EnvRoundLoop(env, allocator=allocator, seed=alloc_seed)
+        loop.run()
+        obs, info = loop.obs, loop.info
         wall = time.perf_counter() - t_start
         alloc = np.asarray(info["allocation"])
         successes = np.asarray(obs["successes"], dtype=np.int64)
@@ -83,10 +77,10 @@ def run_episodes(
             {
                 "episode": i,
                 "env_seed": env_seed,
-                "utility": total,
+                "utility": loop.total_reward,
                 **{k: float(v) for k, v in mech.items()},
-                "decisions": decisions,
-                "decision_seconds": decide,
+                "decisions": loop.decisions,
+                "decision_seconds": loop.alloc_seconds,
                 "episode_seconds": wall,
                 "max_group_used": int(alloc.max()),
                 "questions_used": int(np.count_nonzero(alloc)),

@@ -150,3 +150,69 @@ def test_round_loop_with_a_registered_allocator_equals_the_env_episode():
     state = loop.run()
     assert state.rollouts.tolist() == env_counts.tolist()
     assert state.successes.tolist() == env_succ.tolist()
+
+
+def _hand_episode(env, spec, seed, alloc_seed):
+    """The env's own episode: act → step until done; (rollouts, successes, reward, decisions)."""
+    a = agents.make_allocator(spec, env)
+    obs, _ = env.reset(seed=seed)
+    a.reset(env.unwrapped.params, seed=alloc_seed)
+    total, done, decisions = 0.0, False, 0
+    while not done:
+        obs, reward, done, _, info = env.step(a.act(obs))
+        total += float(reward)
+        decisions += 1
+    return info["allocation"].tolist(), obs["successes"].astype(int).tolist(), total, decisions
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "spec"),
+    [
+        ("AdaRoll/BetaBernoulli-v0", {"num_questions": 5, "budget": 20, "pilot": 1}, "variance"),
+        ("AdaRoll/BetaBernoulli-v0", {"num_questions": 4, "budget": 16, "max_group": 5}, "greedy"),
+        (
+            "AdaRoll/BetaBernoulliRounds-v0",
+            {"num_questions": 6, "budget": 36, "round_size": 12},
+            "bamdp",
+        ),
+        (
+            "AdaRoll/BetaBernoulliRounds-v0",
+            {"num_questions": 4, "budget": 24, "pilot": 2, "round_schedule": "0.5,0.5"},
+            "thompson",
+        ),
+    ],
+)
+def test_env_round_loop_equals_the_envs_own_episode(env_id, kwargs, spec):
+    """EnvRoundLoop (what `adaroll bench` runs) plays exactly the act → step episode: the same
+    counts, successes, summed reward (pilot's utility included) and decisions."""
+    import gymnasium as gym
+
+    import adaroll_env  # noqa: F401
+    from agents.rounds import EnvRoundLoop
+
+    env = gym.make(env_id, **kwargs)
+    rollouts, successes, total, decisions = _hand_episode(env, spec, seed=11, alloc_seed=5)
+    env.reset(seed=11)
+    loop = EnvRoundLoop(env, allocator=agents.make_allocator(spec, env), seed=5)
+    state = loop.run()
+    assert state.rollouts.tolist() == rollouts
+    assert state.successes.tolist() == successes
+    assert loop.total_reward == pytest.approx(total, abs=1e-12)
+    assert loop.decisions == decisions
+    # the loop's state is the env's, and the env's final utility is the summed reward
+    assert state == env.unwrapped.state
+    assert loop.total_reward == pytest.approx(loop.info["utility"], abs=1e-9)
+
+
+def test_env_round_loop_refuses_a_broken_decision_before_the_env_sees_it():
+    import gymnasium as gym
+
+    import adaroll_env  # noqa: F401
+    from agents.rounds import EnvRoundLoop
+
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=2, budget=8, round_size=4)
+    env.reset(seed=0)
+    loop = EnvRoundLoop(env, allocator=Script([[3, 0]]), seed=0)
+    with pytest.raises(agents.AllocationError, match=r"'script' broke .* must hand out .* 4"):
+        loop.run()
+    assert env.unwrapped.state.spent == 0 and loop.rounds == 0
