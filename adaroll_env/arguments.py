@@ -142,3 +142,23 @@ def parse_config(cls: type, description: str, argv: list[str] | None = None) -> 
     )
     add_dataclass_arguments(parser, cls)
     return config_from_args(cls, parser.parse_args(argv))
+
+
+def given_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
+    """The destinations of the options ``argv`` gives explicitly (not left at their default):
+    ``argv`` parsed again with every default replaced by a marker. ``parser`` is changed: pass
+    one built for this purpose."""
+    marker = object()
+
+    def unset(p: argparse.ArgumentParser) -> None:
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    unset(child)
+            elif action.dest != "help":
+                action.default = marker
+        p._defaults = dict.fromkeys(p._defaults, marker)
+
+    unset(parser)
+    parsed = vars(parser.parse_args(argv))
+    return {dest for dest, value in parsed.items() if value is not marker}

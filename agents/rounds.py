@@ -360,4 +360,5 @@ class EnvRoundLoop(RoundLoop):
 def _name(allocator: Any) -> str:
     if allocator is None:
         return "passed to play()"
-    return repr(str(getattr(allocator, "name", type(allocator).__name__)))
+    kind = type(allocator).__name__
+    return f"{str(getattr(allocator, 'name', kind))!r} ({kind})"

@@ -12,7 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from adaroll_env.arguments import add_dataclass_arguments, config_from_args
+from adaroll_env.arguments import add_dataclass_arguments, config_from_args, given_options
+from adaroll_env.output import guarded_output
 
 #: the command line being run by ``main`` (None outside it): ``invoked_command``
 _running: list[str] | None = None
@@ -70,6 +71,27 @@ def bench(cfg: Any) -> Any:
     return bench_main(cfg)
 
 
+#: options that a ``--resume`` never takes from the run's saved config
+NOT_RESUMED = frozenset({"resume", "allow_config_change", "out"})
+
+
+def _saved_flags(args: argparse.Namespace, given: set[str]) -> None:
+    """``adaroll grpo --out DIR --resume``: every option not given takes the value DIR's run
+    saved (``config.json``), so the resumed run is the run that stopped; a given option that
+    differs is still refused by the resume check (unless ``--allow-config-change``)."""
+    import json
+    from pathlib import Path
+
+    path = Path(args.out) / "config.json"
+    if not path.is_file():
+        return  # nothing ran there yet: --resume starts from scratch
+    saved = json.loads(path.read_text())
+    for name, value in saved.items():
+        if name in NOT_RESUMED or name in given or not hasattr(args, name):
+            continue
+        setattr(args, name, value)
+
+
 def _command_of(argv: Sequence[str]) -> str | None:
     """The subcommand named in ``argv`` (the first argument that is not an option)."""
     for arg in argv:
@@ -124,7 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     global _running
     _running = argv
     try:
-        return _main(argv)
+        with guarded_output():  # a closed output (pipe reader gone) never stops a command
+            return _main(argv)
     finally:
         _running = None
 
@@ -142,6 +165,8 @@ def _main(argv: list[str]) -> int:
     from trainers.run.stopping import RunInterrupted
 
     try:
+        if args.command == "grpo" and args.resume:
+            _saved_flags(args, given_options(build_parser(command), argv))
         cfg = config_from_args(cls, args)
         _resolve_main(module, fn_name)(cfg)
     except RunInterrupted as stop:

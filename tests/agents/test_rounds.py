@@ -114,7 +114,9 @@ def test_round_loop_enforces_the_contract_naming_the_allocator():
     params = StepPlan(num_questions=2, budget=8, pilot=0, max_group=5, utility="informative",
                       round_size=4).params()  # fmt: skip
     loop = RoundLoop(params, lambda c: np.zeros_like(c), allocator=Script([[3, 0]]))
-    with pytest.raises(agents.AllocationError, match=r"'script' broke .* must hand out .* 4"):
+    with pytest.raises(
+        agents.AllocationError, match=r"'script' \(Script\) broke .* must hand out .* 4"
+    ):
         loop.decide()
     loop = RoundLoop(params, lambda c: np.zeros_like(c))
     with pytest.raises(agents.AllocationError, match="beyond its cap of 5"):
@@ -213,6 +215,8 @@ def test_env_round_loop_refuses_a_broken_decision_before_the_env_sees_it():
     env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=2, budget=8, round_size=4)
     env.reset(seed=0)
     loop = EnvRoundLoop(env, allocator=Script([[3, 0]]), seed=0)
-    with pytest.raises(agents.AllocationError, match=r"'script' broke .* must hand out .* 4"):
+    with pytest.raises(
+        agents.AllocationError, match=r"'script' \(Script\) broke .* must hand out .* 4"
+    ):
         loop.run()
     assert env.unwrapped.state.spent == 0 and loop.rounds == 0

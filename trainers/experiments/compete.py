@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from adaroll_env.errors import unknown_name
+from adaroll_env.output import guarded_output
 from trainers.experiments.entrants import (
     ROUND_SETTINGS,
     Entrant,
@@ -56,8 +57,9 @@ DEFAULT_ALLOCATORS = "uniform,bamdp,thompson,sb3:pretrained"
 
 def _competition_defaults() -> GRPOConfig:
     """The shared run settings of a competition when none are given: longer runs, rarer and
-    larger evaluations than a single ``adaroll grpo`` run's defaults."""
-    return GRPOConfig(steps=1200, eval_every=300, eval_size=400)
+    larger evaluations than a single ``adaroll grpo`` run's defaults, and a checkpoint every 100
+    steps or 10 minutes, whichever comes first, so that a hard kill loses minutes, not a run."""
+    return GRPOConfig(steps=1200, eval_every=300, eval_size=400, save_every=100, save_minutes=10.0)
 
 
 @dataclass
@@ -102,6 +104,9 @@ class CompeteConfig:
             "eval_k",
             "eval_train",
             "gradient_noise_every",
+            "save_every",
+            "save_minutes",
+            "keep_checkpoints",
             "threads",
         )
     }
@@ -142,6 +147,13 @@ class CompeteConfig:
     workers: int = field(default=2, metadata=field_help("runs in parallel (processes)"))
     out: str = field(default="runs/compete", metadata=field_help("competition directory"))
     progress: bool = field(default=True, metadata=field_help("show progress"))
+    stop_grace: float = field(
+        default=300.0,
+        metadata=field_help(
+            "after SIGINT/SIGTERM, seconds a run may take to finish its step and save before "
+            "it is killed as stuck (it then resumes from its last periodic checkpoint)"
+        ),
+    )
     grpo: GRPOConfig = field(default_factory=_competition_defaults)
     resolved_entrants: list[Entrant] = field(
         init=False,
@@ -178,6 +190,12 @@ class CompeteConfig:
             check_unique(self.resolved_entrants)  # e.g. "a:b" and "a_b" share a directory
         for name in ("seeds", "workers"):
             check_config_int(name, getattr(self, name), 1)
+        if isinstance(self.stop_grace, bool) or not (
+            isinstance(self.stop_grace, (int, float)) and self.stop_grace > 0
+        ):
+            raise ValueError(
+                f"stop_grace must be a positive number of seconds, got {self.stop_grace!r}"
+            )
         if self.grpo.eval_every < 1:
             raise ValueError(
                 f"eval_every must be >= 1 in a competition (its table compares held-out "
@@ -249,7 +267,6 @@ class CompeteConfig:
             allocator_kwargs=json.dumps(e.allocator_kwargs) if e.allocator_kwargs else None,
             seed=seed,
             out=str(self.run_dir(name, seed)),
-            save_every=0,
             resume=True,
             progress=False,
             threads=threads,
@@ -271,9 +288,58 @@ def _run_one(cfg: GRPOConfig) -> str:
     return "done"
 
 
+#: a worker's exit status for each outcome (anything else: the run failed, see its run.log)
+EXIT_STATUS = {"done": 0, "stopped": 3, "skipped": 4}
+#: each run's own log in its run directory: everything its worker printed
+RUN_LOG = "run.log"
+#: the competition's log: everything the competition printed, whether or not anyone reads it
+COMPETE_LOG = "compete.log"
+
+
+def _worker(cfg: GRPOConfig) -> None:
+    """A worker process: one run, its output (file descriptors 1 and 2, so C libraries' too)
+    going to the run's ``run.log`` and never to the competition's standard output, which may be
+    a pipe whose reader is gone; the outcome is the exit status (``EXIT_STATUS``)."""
+    import sys
+    import traceback
+
+    stopping.worker_mode()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / RUN_LOG).open("a", buffering=1) as log:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        print(f"--- {datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC: worker {os.getpid()}",
+              flush=True)  # fmt: skip
+        try:
+            outcome = _run_one(cfg)
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        else:
+            status = EXIT_STATUS[outcome]
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+    os._exit(status)  # no interpreter teardown: nothing left to wait for
+
+
 def _finished(cfg: GRPOConfig) -> bool:
+    """Whether the run of ``cfg`` is done: its ``DONE`` marker (written last) says all its
+    steps; runs written before the marker count by a summary that ended by steps."""
+    from trainers.run.grpo_command import read_done
+
+    done = read_done(cfg.out)
+    if done is not None:
+        return bool(done["steps"] == cfg.steps)
     path = Path(cfg.out) / "summary.json"
-    return path.exists() and json.loads(path.read_text()).get("steps") == cfg.steps
+    if not path.exists():
+        return False
+    summary = json.loads(path.read_text())
+    return bool(summary.get("steps") == cfg.steps and summary.get("stopped_by") == "steps")
 
 
 def _check_recorded(jobs: list[GRPOConfig]) -> None:
@@ -297,16 +363,17 @@ def _check_recorded(jobs: list[GRPOConfig]) -> None:
 def main(cfg: CompeteConfig) -> dict[str, Any]:
     """Run every (entrant, seed) not yet finished, then tabulate and plot.
 
-    On SIGINT/SIGTERM every running run finishes its step and saves a checkpoint, no new run
-    starts, and ``stopping.RunInterrupted`` is raised: rerunning the same command resumes.
+    Every run checkpoints periodically (``save_every`` steps, ``save_minutes``) and is done
+    only by its ``DONE`` marker, so rerunning the same command after any stop, a hard kill
+    included, skips the finished runs and resumes the others from their last checkpoints. On
+    SIGINT/SIGTERM every running run finishes its step and saves, no new run starts, a run still
+    busy ``stop_grace`` seconds later is killed and named, and ``stopping.RunInterrupted`` is
+    raised. The output is mirrored to ``compete.log``; each run's own to its ``run.log``.
     """
-    from rich.console import Console
-
     from trainers.models.loading import resolve_model_dir
     from trainers.run.grpo_command import check_model_path
 
     check_model_path(cfg.grpo.model)  # before the competition directory is written
-    console = Console()
     out = Path(cfg.out)
     jobs = [cfg.run_config(name, s) for s in range(cfg.seeds) for name in cfg.names()]
     _check_recorded(jobs)
@@ -315,84 +382,188 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
     todo = [j for j in jobs if not _finished(j)]
     threads = jobs[0].torch_threads()
-    console.print(
-        f"compete: {len(jobs)} runs ({len(jobs) - len(todo)} already done), {cfg.workers} at a "
-        f"time, {threads or 'default'} torch thread(s) each"
-    )
-    start = time.perf_counter()
-    forward = _Forward()
-    with stopping.StopSignals(on_signal=forward):
-        outcomes = _run_all(cfg, todo, console, forward, total=len(jobs))
-    signum = stopping.requested()
-    if signum is not None or "stopped" in outcomes:
-        stopping.clear()
-        name = stopping.signal_name(signum or stopping.signal_number("SIGTERM"))
-        message = (
-            f"adaroll compete: stopped by {name}; finished runs are kept and each interrupted "
-            f"run saved a checkpoint: rerun the same command to continue ({out})"
+    with guarded_output(out / COMPETE_LOG):
+        console = _console()
+        console.print(
+            f"compete: {len(jobs)} runs ({len(jobs) - len(todo)} already done), {cfg.workers} at "
+            f"a time, {threads or 'default'} torch thread(s) each; log: {out / COMPETE_LOG}"
         )
-        print(message, flush=True)  # one line, never wrapped
-        raise stopping.RunInterrupted(signum or stopping.signal_number("SIGTERM"), message)
-    summary = tabulate(cfg)
-    summary["wall_minutes"] = (time.perf_counter() - start) / 60
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    console.print((out / "table.md").read_text())
+        start = time.perf_counter()
+        runner = _Runner(cfg, console)
+        with stopping.StopSignals(on_signal=runner.forward):
+            outcomes = runner.run(todo, total=len(jobs))
+        signum = stopping.requested()
+        if signum is not None or "stopped" in outcomes.values() or runner.stuck:
+            stopping.clear()
+            name = stopping.signal_name(signum or stopping.signal_number("SIGTERM"))
+            stuck = "".join(
+                f"; {job.out} was stuck after step {_last_step(job)} and was killed after "
+                f"{cfg.stop_grace:g} s: it resumes from {_last_checkpoint(job)}"
+                for job in runner.stuck
+            )
+            message = (
+                f"adaroll compete: stopped by {name}; finished runs are kept and each "
+                f"interrupted run saved a checkpoint{stuck}: rerun the same command to continue "
+                f"({out})"
+            )
+            print(message, flush=True)  # one line, never wrapped
+            raise stopping.RunInterrupted(signum or stopping.signal_number("SIGTERM"), message)
+        if runner.failed:
+            raise RuntimeError(_failure_message(runner.failed))
+        summary = tabulate(cfg)
+        summary["wall_minutes"] = (time.perf_counter() - start) / 60
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        console.print((out / "table.md").read_text())
+        console.print(f"competition directory: {out} (table.md, results.csv, summary.json, plots)")
     return summary
 
 
-def _run_all(
-    cfg: CompeteConfig, todo: list[GRPOConfig], console: Any, forward: _Forward, *, total: int
-) -> list[str]:
-    """Run ``todo`` in-process or in ``cfg.workers`` worker processes; each run's outcome."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+def _console() -> Any:
+    """A rich console on the (guarded) standard output, 120 columns wide unless a terminal."""
+    import sys
 
-    outcomes: list[str] = []
-    with Progress(
-        "{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not cfg.progress,
-    ) as progress:
-        bar = progress.add_task("runs", total=total, completed=total - len(todo))
-        if cfg.workers == 1:
-            for job in todo:
-                outcomes.append(_run_one(job))
-                progress.advance(bar)
-                if outcomes[-1] == "stopped":
-                    break  # the stop was for the whole competition
-            return outcomes
-        import multiprocessing as mp
+    from rich.console import Console
 
-        # workers stop cleanly on a signal (stopping.worker_mode)
-        pool = mp.get_context("spawn").Pool(cfg.workers, initializer=stopping.worker_mode)
-        forward.pool = pool
-        try:
-            for outcome in pool.imap_unordered(_run_one, todo):
-                outcomes.append(outcome)
-                progress.advance(bar)
-            pool.close()
-        except BaseException:
-            pool.terminate()
-            raise
-        finally:
-            pool.join()
-    return outcomes
+    wide = sys.stdout.isatty()
+    return Console(file=sys.stdout, force_terminal=wide or None, width=None if wide else 120)
 
 
-class _Forward:
-    """Passes a stop signal this process received on to the pool's workers, so that a SIGTERM
-    sent to the competition alone reaches its runs (a terminal's Ctrl-C reaches them anyway;
-    workers ignore a second signal)."""
+def _last_step(job: GRPOConfig) -> int:
+    from trainers.run.callbacks import read_jsonl
 
-    def __init__(self) -> None:
-        self.pool: Any = None
+    metrics = read_jsonl(Path(job.out) / "metrics.jsonl")
+    return int(metrics[-1]["step"]) if metrics else 0
 
-    def __call__(self, signum: int) -> None:
-        for proc in getattr(self.pool, "_pool", None) or []:
-            with contextlib.suppress(ProcessLookupError):
+
+def _last_checkpoint(job: GRPOConfig) -> str:
+    from trainers.run.checkpoints import checkpoint_dirs
+
+    found = checkpoint_dirs(job.out)
+    return f"its checkpoint of step {int(found[-1].name.split('-')[-1])}" if found else "step 0"
+
+
+def _failure_message(failed: list[GRPOConfig]) -> str:
+    parts = []
+    for job in failed:
+        log = Path(job.out) / RUN_LOG
+        tail = log.read_text().splitlines()[-12:] if log.exists() else []
+        parts.append(f"run {job.out} failed (its log: {log}):\n  " + "\n  ".join(tail))
+    return (
+        "adaroll compete: "
+        + "\n".join(parts)
+        + ("\nthe other runs are kept; fix the cause and rerun the same command to continue")
+    )
+
+
+class _Runner:
+    """Runs a competition's runs, ``cfg.workers`` at a time, each in a process of its own
+    (``_worker``), or in this process with one worker.
+
+    The scheduler only waits on its workers' exit (never on a pipe or a queue), so nothing a
+    reader of the output does can stop it. A stop signal is passed on to every worker (each
+    finishes its step and saves), no new run starts, and a worker still alive ``stop_grace``
+    seconds later is killed and named in ``stuck``. A run that fails stops the competition the
+    same way; it is named in ``failed``."""
+
+    def __init__(self, cfg: CompeteConfig, console: Any) -> None:
+        self.cfg = cfg
+        self.console = console
+        self.running: dict[Any, GRPOConfig] = {}  # process -> its run
+        self.stop_at: float | None = None
+        self.stuck: list[GRPOConfig] = []
+        self.failed: list[GRPOConfig] = []
+
+    def forward(self, signum: int) -> None:
+        """At the first stop signal: pass it on to the workers and start the stop clock."""
+        if self.stop_at is None:
+            self.stop_at = time.monotonic()
+        for proc in list(self.running):
+            with contextlib.suppress(ProcessLookupError, ValueError, AttributeError):
                 os.kill(proc.pid, signum)
+
+    def run(self, todo: list[GRPOConfig], *, total: int) -> dict[str, str]:
+        """Each run's outcome by run directory (``done``, ``stopped``, ``skipped``,
+        ``failed``, ``killed``)."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        outcomes: dict[str, str] = {}
+        with Progress(
+            "{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            disable=not self.cfg.progress,
+        ) as progress:
+            bar = progress.add_task("runs", total=total, completed=total - len(todo))
+            if self.cfg.workers == 1:
+                for job in todo:
+                    outcomes[job.out] = _run_one(job)
+                    progress.advance(bar)
+                    if outcomes[job.out] == "stopped":
+                        break  # the stop was for the whole competition
+                return outcomes
+            self._pool(todo, outcomes, lambda: progress.advance(bar))
+        return outcomes
+
+    def _pool(self, todo: list[GRPOConfig], outcomes: dict[str, str], advance: Any) -> None:
+        import multiprocessing as mp
+        from multiprocessing.connection import wait
+
+        ctx = mp.get_context("spawn")
+        queue = list(todo)
+        try:
+            while queue or self.running:
+                while queue and len(self.running) < self.cfg.workers and not self._stopping:
+                    job = queue.pop(0)
+                    proc = ctx.Process(target=_worker, args=(job,), name=f"run {job.out}")
+                    proc.start()
+                    self.running[proc] = job
+                    self._log(f"started {job.out} (worker {proc.pid})")
+                if not self.running:
+                    break
+                wait([p.sentinel for p in self.running], timeout=0.5)
+                for proc in [p for p in self.running if not p.is_alive()]:
+                    job = self.running.pop(proc)
+                    proc.join()
+                    outcome = _outcome(proc.exitcode)
+                    outcomes[job.out] = outcome
+                    self._log(f"{outcome}: {job.out}")
+                    advance()
+                    if outcome == "failed":
+                        self.failed.append(job)
+                        self.forward(stopping.signal_number("SIGTERM"))
+                self._watchdog(outcomes)
+        finally:
+            for proc in list(self.running):  # an error in this process: leave no worker behind
+                proc.kill()
+                proc.join()
+            self.running.clear()
+
+    @property
+    def _stopping(self) -> bool:
+        return self.stop_at is not None or stopping.requested() is not None
+
+    def _watchdog(self, outcomes: dict[str, str]) -> None:
+        if self.stop_at is None and stopping.requested() is not None:
+            self.stop_at = time.monotonic()
+        if self.stop_at is None or time.monotonic() - self.stop_at < self.cfg.stop_grace:
+            return
+        for proc, job in list(self.running.items()):
+            proc.kill()
+            proc.join()
+            del self.running[proc]
+            self.stuck.append(job)
+            outcomes[job.out] = "killed"
+            self._log(f"killed: {job.out} did not stop within {self.cfg.stop_grace:g} s")
+
+    def _log(self, text: str) -> None:
+        self.console.log(text) if self.cfg.progress else self.console.print(text, highlight=False)
+
+
+def _outcome(exitcode: int | None) -> str:
+    by_status = {status: outcome for outcome, status in EXIT_STATUS.items()}
+    return by_status.get(exitcode if exitcode is not None else -1, "failed")
 
 
 # --- analysis ---------------------------------------------------------------------------------

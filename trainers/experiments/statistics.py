@@ -67,7 +67,7 @@ def eval_seconds(evals: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> 
         if "seconds" in e:
             out.append(float(e["seconds"]))
         else:
-            out.append(float(sum(m["step_seconds"] for m in metrics if m["step"] < e["step"])))
+            out.append(float(sum(m["step_seconds"] for m in metrics if m["step"] <= e["step"])))
     return out
 
 

@@ -208,7 +208,8 @@ def run_one(cfg: TrlCompeteConfig, allocator: str, seed: int) -> dict[str, Any]:
 
 def main(cfg: TrlCompeteConfig) -> dict[str, Any]:
     """Run every allocator × seed, print a table, write ``RESULTS_FILE`` into ``cfg.out``."""
-    jobs = [(a.strip(), s) for s in range(cfg.seeds) for a in cfg.allocators.split(",") if a]
+    names = [a.strip() for a in cfg.allocators.split(",") if a.strip()]
+    jobs = [(a, s) for s in range(cfg.seeds) for a in names]
     if cfg.workers > 1:
         with ProcessPoolExecutor(cfg.workers) as pool:
             runs = list(pool.map(run_one, [cfg] * len(jobs), *zip(*jobs, strict=True)))

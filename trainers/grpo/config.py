@@ -216,6 +216,16 @@ class GRPOConfig:
         ),
     )
     save_every: int = field(default=50, metadata=field_help("checkpoint every N steps (0: at end)"))
+    save_minutes: float | None = field(
+        default=None,
+        metadata=field_help(
+            "also checkpoint after a step that ends this many minutes after the last checkpoint "
+            "(a hard kill loses at most that much; none: by steps only)"
+        ),
+    )
+    keep_checkpoints: int = field(
+        default=2, metadata=field_help("checkpoints kept in the run directory (the newest)")
+    )
     gradient_noise_every: int = field(
         default=10,
         metadata=field_help(
@@ -283,6 +293,17 @@ class GRPOConfig:
             check_config_int(name, getattr(self, name), 0)
         if self.threads is not None:
             check_config_int("threads", self.threads, 0)
+        check_config_int("keep_checkpoints", self.keep_checkpoints, 1)
+        if self.save_minutes is not None and not (
+            isinstance(self.save_minutes, (int, float))
+            and not isinstance(self.save_minutes, bool)
+            and math.isfinite(self.save_minutes)
+            and self.save_minutes > 0
+        ):
+            raise ValueError(
+                f"save_minutes must be a positive number of minutes or None, got "
+                f"{self.save_minutes!r}: e.g. --save-minutes 10"
+            )
         for name in (
             "budget",
             "round_size",
@@ -452,6 +473,8 @@ RESUME_MAY_CHANGE = frozenset(
         "eval_every",
         "eval_train",
         "save_every",
+        "save_minutes",
+        "keep_checkpoints",
         "tensorboard",
         "progress",
         "resume",

@@ -29,6 +29,9 @@ class StepReport:
 
     Formerly ``TrainingUtility`` (still importable, deprecated): it reports a step, of which
     the training utilities are one part.
+
+    ``step`` numbers the step from 1: the trainer's step count once it is done, the number
+    that the evaluation after it and its checkpoint (``step-NNNNNN``) carry.
     """
 
     step: int

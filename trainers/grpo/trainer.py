@@ -503,7 +503,7 @@ class GRPOTrainer:
             f,
             train,
             train_seconds,
-            step=self.step,
+            step=self.step + 1,  # numbered as the evaluation and checkpoint after it
             rollouts_total=self.rollouts_total,
             utility=self.utility,
             step_start=self.step_start,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ class EvaluationCallback(Callback):
             rec.update({f"train/{key}": value for key, value in train.items()})
         if ctx.log is not None:
             ctx.log.write("eval.jsonl", rec, prefix="eval")
-        if ctx.first_eval is None and ctx.resume_step is None:
+        if ctx.first_eval is None and ctx.resume_step is None and t.step == 0:
             ctx.first_eval = rec
         ctx.last_eval = rec
 
@@ -95,6 +96,11 @@ class EvaluationCallback(Callback):
         """Before the first step."""
         kept = read_jsonl(ctx.out / "metrics.jsonl") if ctx.resume_step is not None else []
         self.seconds = float(sum(m["step_seconds"] for m in kept))
+        if ctx.resume_step is not None:  # the evaluations kept from before the resume
+            evals = read_jsonl(ctx.out / "eval.jsonl")
+            if evals:
+                ctx.first_eval = evals[0] if evals[0]["step"] == 0 else None
+                ctx.last_eval = evals[-1]
         if self.every and ctx.resume_step is None:
             self._evaluate(ctx)
 
@@ -113,15 +119,33 @@ class EvaluationCallback(Callback):
 
 
 class CheckpointCallback(Callback):
-    """A checkpoint every ``every`` steps (0: only at the end) and at the end of the run."""
+    """A checkpoint every ``every`` steps (0: only at the end), after any step that ends
+    ``minutes`` or more after the last checkpoint (None: by steps only), and at the end of the
+    run. All ranks of a data-parallel run save at the same step (the slowest clock decides)."""
 
-    def __init__(self, every: int) -> None:
+    def __init__(self, every: int, minutes: float | None = None) -> None:
         self.every = every
+        self.minutes = minutes
+        self.last_save = time.monotonic()
+
+    def on_start(self, ctx: RunContext) -> None:
+        """Before the first step: the clock of ``minutes`` starts."""
+        self.last_save = time.monotonic()
+
+    def _due_by_time(self, ctx: RunContext) -> bool:
+        if self.minutes is None:
+            return False
+        late = 1.0 if time.monotonic() - self.last_save >= 60.0 * self.minutes else 0.0
+        if ctx.trainer.world > 1:
+            late = ctx.trainer.ranks.sum({"late": late})["late"]
+        return late > 0
 
     def on_step(self, ctx: RunContext, report: dict[str, Any]) -> None:
         """After each step."""
-        if self.every and ctx.trainer.step % self.every == 0:
+        by_steps = bool(self.every) and ctx.trainer.step % self.every == 0
+        if by_steps or self._due_by_time(ctx):
             save_checkpoint(ctx.trainer, ctx.out)
+            self.last_save = time.monotonic()
 
     def on_end(self, ctx: RunContext) -> None:
         """After the last step."""
@@ -188,7 +212,7 @@ def default_callbacks(cfg: GRPOConfig) -> list[Callback]:
     return [
         MetricsCallback(),
         EvaluationCallback(cfg.eval_every),
-        CheckpointCallback(cfg.save_every),
+        CheckpointCallback(cfg.save_every, cfg.save_minutes),
         ProgressCallback(cfg.progress),
     ]
 
@@ -203,13 +227,9 @@ class MetricsLog:
         for name in ("metrics.jsonl", "eval.jsonl"):
             path = out / name
             if resume_step is not None and path.exists():
-                kept = [
-                    line
-                    for line in path.read_text().splitlines()
-                    if line.strip()
-                    and json.loads(line)["step"] < resume_step + (name == "eval.jsonl")
-                ]
-                path.write_text("".join(line + "\n" for line in kept))
+                records = read_jsonl(path)
+                kept = [r for r in records if r["step"] <= resume_step]
+                path.write_text("".join(json.dumps(r) + "\n" for r in kept))
             elif resume_step is None and path.exists():
                 path.unlink()
         if tensorboard:
@@ -236,11 +256,8 @@ class MetricsLog:
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The records of a JSONL file (empty when missing), metric names of runs written before
-    version 4 renamed (``trainers.run.run_files.renamed``)."""
-    from trainers.run.run_files import renamed
+    """The records of a run's JSONL file (``trainers.run.run_files.read_records``: a torn last
+    line skipped, older metric names and step numbers brought up to date)."""
+    from trainers.run.run_files import read_records
 
-    p = Path(path)
-    if not p.exists():
-        return []
-    return [renamed(json.loads(line)) for line in p.read_text().splitlines() if line.strip()]
+    return read_records(path)

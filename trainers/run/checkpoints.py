@@ -1,7 +1,8 @@
 """Checkpoints of a training run, and the record of every config that ran in its directory.
 
 A checkpoint is written into a temporary directory and renamed into place once complete, so a run
-killed mid-write resumes from the last good one; the last ``KEEP_CHECKPOINTS`` are kept. Every
+killed mid-write resumes from the last good one; the last ``keep_checkpoints`` (default
+``KEEP_CHECKPOINTS``) are kept. Every
 start of a run (fresh or resumed) records its config as ``configs/config-step-<N>.json`` (``N``:
 the step it started at) beside ``config.json`` (the latest); ``check_resume_config`` refuses a
 resume whose config differs from the last one in anything but ``RESUME_MAY_CHANGE`` unless
@@ -35,8 +36,11 @@ def checkpoint_dirs(out: str | os.PathLike[str]) -> list[Path]:
     return sorted(found, key=lambda p: p.name)
 
 
-def save_checkpoint(trainer: Any, out: str | os.PathLike[str]) -> Path | None:
-    """Write the trainer's checkpoint atomically; every rank writes its own state file.
+def save_checkpoint(
+    trainer: Any, out: str | os.PathLike[str], *, keep: int | None = None
+) -> Path | None:
+    """Write the trainer's checkpoint atomically; every rank writes its own state file. The
+    newest ``keep`` checkpoints are kept (default: the config's ``keep_checkpoints``).
 
     Returns the checkpoint directory (on rank 0; None elsewhere).
     """
@@ -62,7 +66,9 @@ def save_checkpoint(trainer: Any, out: str | os.PathLike[str]) -> Path | None:
     (tmp / "COMPLETE").write_text(json.dumps({"step": trainer.step}) + "\n")
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
-    for old in checkpoint_dirs(out)[:-KEEP_CHECKPOINTS]:
+    if keep is None:
+        keep = int(getattr(getattr(trainer, "cfg", None), "keep_checkpoints", KEEP_CHECKPOINTS))
+    for old in checkpoint_dirs(out)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
 

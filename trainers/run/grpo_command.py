@@ -5,7 +5,10 @@ A run directory holds ``config.json`` (exactly the ``GRPOConfig`` that ran last)
 ``versions.json``, ``task.json``, ``metrics.jsonl`` (one ``StepReport`` per step), ``eval.jsonl``
 (held-out pass@1 / pass@k, with the training seconds so far), TensorBoard events under ``tb/``,
 ``checkpoints/step-NNNNNN/`` (weights, optimizer, counters, belief store) and, at the end,
-``curve.png``, ``beliefs.json`` and ``summary.json``.
+``curve.png``, ``beliefs.json``, ``summary.json`` and, written last once every step is trained,
+the ``DONE`` marker. A fresh start in a directory that holds results but no checkpoint moves them
+to ``superseded/<time>/`` first: nothing is overwritten. Every end prints where the outputs are
+and the command that resumes the run.
 
 What happens around the steps is a list of callbacks (``trainers.run.callbacks``: metrics,
 evaluation, checkpoints, progress). Checkpoints are atomic (``trainers.run.checkpoints``); metrics
@@ -131,6 +134,94 @@ def plot_curve(out: Path) -> Path | None:
     return path
 
 
+# --- done, set aside, where things are ---------------------------------------------------------
+#: the marker a run writes last, once it has trained all its steps (JSON: steps, stopped_by, time)
+DONE_FILE = "DONE"
+#: what a run writes besides its configs and checkpoints: set aside, never overwritten
+RESULT_FILES = ("metrics.jsonl", "eval.jsonl", "summary.json", "beliefs.json", "curve.png", "tb")
+
+
+def write_done(out: Path, summary: dict[str, Any]) -> None:
+    """Mark ``out`` done (atomically: a half-written marker never exists)."""
+    from datetime import datetime, timezone
+
+    record = {
+        "steps": summary["steps"],
+        "stopped_by": summary["stopped_by"],
+        "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    }
+    tmp = out / f".{DONE_FILE}.tmp"
+    tmp.write_text(json.dumps(record) + "\n")
+    tmp.replace(out / DONE_FILE)
+
+
+def read_done(out: str | Path) -> dict[str, Any] | None:
+    """The done marker of a run directory, or None (not done, or not yet)."""
+    path = Path(out) / DONE_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) and "steps" in record else None
+
+
+def set_aside_results(out: Path) -> Path | None:
+    """Move the results of an earlier run in ``out`` (``RESULT_FILES``) into
+    ``out/superseded/<time>/`` so that a fresh start never overwrites them; where they went, or
+    None when there were none."""
+    import shutil
+    from datetime import datetime, timezone
+
+    found = [out / name for name in RESULT_FILES if (out / name).exists()]
+    if not found:
+        return None
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    dest = out / "superseded" / stamp
+    k = 1
+    while dest.exists():
+        k += 1
+        dest = out / "superseded" / f"{stamp}-{k}"
+    dest.mkdir(parents=True)
+    for path in found:
+        shutil.move(str(path), str(dest / path.name))
+    return dest
+
+
+def outputs_text(out: Path, *, done: bool, command: bool = True) -> str:
+    """Where a run's outputs are and (``command``) the one that resumes or extends it; printed
+    at every end (after a signal the stop message carries the command)."""
+    last = checkpoint_dirs(out)
+    lines = [
+        f"run directory: {out}",
+        f"  checkpoint:  {last[-1] if last else '(none)'}",
+        f"  metrics:     {out / 'metrics.jsonl'}",
+        f"  evaluations: {out / 'eval.jsonl'}",
+        f"  summary:     {out / 'summary.json'}",
+    ]
+    if not command:
+        pass
+    elif done:
+        lines.append(f"train further: adaroll grpo --out {out} --resume --steps <more steps>")
+    else:
+        lines.append(f"resume: adaroll grpo --out {out} --resume")
+    return "\n".join(lines)
+
+
+def _already_done(cfg: GRPOConfig, done: dict[str, Any]) -> dict[str, Any]:
+    """A ``--resume`` of a run that is done: nothing is trained or rewritten."""
+    out = Path(cfg.out)
+    print(
+        f"adaroll grpo: {out} is done ({done['steps']} steps, finished {done.get('finished')}): "
+        "nothing to train",
+        flush=True,
+    )
+    print(outputs_text(out, done=True), flush=True)
+    summary_path = out / "summary.json"
+    return dict(json.loads(summary_path.read_text())) if summary_path.exists() else dict(done)
+
+
 # --- the run ----------------------------------------------------------------------------------
 def check_inputs(cfg: GRPOConfig, trainer_kwargs: dict[str, Any]) -> None:
     """Everything a run names, checked before the model loads or anything is written: the run
@@ -176,6 +267,9 @@ def main(
     from trainers.grpo.trainer import GRPOTrainer, build_task
 
     check_inputs(cfg, trainer_kwargs)
+    done = read_done(cfg.out)
+    if cfg.resume and done is not None and done["steps"] >= cfg.steps:
+        return _already_done(cfg, done)
     if trainer_kwargs.get("task") is None:
         trainer_kwargs["task"] = build_task(cfg)  # a bad task is refused before the model loads
     out = Path(cfg.out)
@@ -216,13 +310,17 @@ def main(
             write_beliefs(trainer, out / "beliefs.json")
             plot_curve(out)
             _print_summary(console, summary)
+            if ctx.stop == "steps" and trainer.step >= cfg.steps:
+                write_done(out, summary)  # last: the run is done once this exists
+            signalled = ctx.stop.startswith("SIG")  # the stop message gives the command
+            print(outputs_text(out, done=ctx.stop == "steps", command=not signalled), flush=True)
     trainer.close()
     if ctx.stop.startswith("SIG"):
         stopping.clear()
         signum = stopping.signal_number(ctx.stop)
         message = (
             f"adaroll grpo: stopped by {ctx.stop} after step {trainer.step}, checkpoint saved in "
-            f"{out}: run the same command with --resume to continue"
+            f"{out}: continue with: adaroll grpo --out {out} --resume"
         )
         if trainer.rank == 0:
             print(message, flush=True)  # one line, never wrapped
@@ -236,6 +334,15 @@ def _open_run_dir(cfg: GRPOConfig, trainer: Any, resume_step: int | None) -> Met
         return None
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    (out / DONE_FILE).unlink(missing_ok=True)  # done again only when this start finishes
+    if resume_step is None:
+        kept = set_aside_results(out)
+        if kept is not None:
+            print(
+                f"adaroll grpo: {out} held results of an earlier run but no checkpoint to "
+                f"resume: they are kept in {kept}, and this run starts from step 0",
+                flush=True,
+            )
     record_config(out, cfg, trainer.step)
     (out / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")
     (out / "task.json").write_text(json.dumps(trainer.task.describe(), indent=2) + "\n")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,11 +246,17 @@ def renamed(record: dict[str, Any]) -> dict[str, Any]:
     return {METRIC_RENAMES.get(k, k): v for k, v in record.items()}
 
 
-def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """The step reports of ``metrics.jsonl`` (blank lines skipped; a torn last line too), metric
-    names of older runs renamed (``renamed``)."""
+def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records of a run's JSONL file (``metrics.jsonl``, ``eval.jsonl``; empty when
+    missing): blank lines skipped, a torn last line too (a run killed mid-write leaves one),
+    metric names of older runs renamed (``renamed``), and a ``metrics.jsonl`` written before
+    steps were numbered from 1 renumbered (step k is the k-th step, as in ``eval.jsonl`` and the
+    checkpoint names)."""
+    p = Path(path)
+    if not p.exists():
+        return []
     rows = []
-    lines = path.read_text().splitlines()
+    lines = p.read_text().splitlines()
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -257,9 +264,16 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
             rows.append(renamed(json.loads(line)))
         except json.JSONDecodeError:
             if i == len(lines) - 1:
-                break  # a run killed mid-write leaves a torn last line
-            raise ValueError(f"{path}: line {i + 1} is not valid JSON") from None
+                break
+            raise ValueError(f"{p}: line {i + 1} is not valid JSON") from None
+    if p.name == "metrics.jsonl" and rows and rows[0].get("step") == 0:
+        rows = [{**r, "step": r["step"] + 1} for r in rows]
     return rows
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The step reports of ``metrics.jsonl`` (``read_records``)."""
+    return read_records(path)
 
 
 def is_run_dir(path: Path) -> bool:

@@ -10,6 +10,7 @@ parent. Handlers are only installed from the main thread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -63,10 +64,11 @@ def _handle(signum: int, frame: FrameType | None) -> None:
     if _requested is None:
         _requested = signum
         if not _worker:  # os.write: safe inside a signal handler, unlike print
-            os.write(2, (
-                f"\n{signal_name(signum)}: stopping after the step in progress and saving "
-                "(Ctrl-C again stops at once, without saving)\n"
-            ).encode())  # fmt: skip
+            with contextlib.suppress(OSError):  # a closed standard error stops nothing
+                os.write(2, (
+                    f"\n{signal_name(signum)}: stopping after the step in progress and saving "
+                    "(Ctrl-C again stops at once, without saving)\n"
+                ).encode())  # fmt: skip
         for hook in _on_signal:
             hook(signum)
 

@@ -86,7 +86,7 @@ def test_the_trainer_logs_kappa_every_n_steps(tiny_model_dir):
     t = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=2))
     reports = [t.train_step() for _ in range(4)]
     measured = [r for r in reports if "gradient_noise/kappa" in r.extra]
-    assert [r.step for r in measured] == [0, 2]
+    assert [r.step for r in measured] == [1, 3]  # steps are numbered from 1: the 1st and 3rd
     assert any(r.extra["gradient_noise/prompts"] >= 2 for r in measured)
     for r in measured:
         if r.extra["gradient_noise/prompts"] >= 2:

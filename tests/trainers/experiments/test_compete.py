@@ -213,7 +213,7 @@ def test_a_signal_stops_the_workers_each_run_resumable(
         assert json.loads((d / "summary.json").read_text())["stopped_by"] == "SIGTERM"
         run = cfg.run_config(spec, 0)
         run_main(dataclasses.replace(run, steps=steps + 1, eval_every=0))
-        assert [r["step"] for r in read_jsonl(d / "metrics.jsonl")] == list(range(steps + 1))
+        assert [r["step"] for r in read_jsonl(d / "metrics.jsonl")] == list(range(1, steps + 2))
 
 
 def test_a_missing_model_is_refused_before_anything_is_written(
@@ -446,3 +446,83 @@ def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:
     flipped = tabulate(dataclasses.replace(cfg, baseline="fast"))
     assert flipped["paired"]["uniform"]["delta_final"] == [-0.125, -0.125, 0.0]
     assert flipped["paired"]["uniform"]["wins"] == 0
+
+
+def _compete_args(model: Path, out: Path, allocators: str, *extra: str) -> list[str]:
+    return ["compete", "--allocators", allocators, "--seeds", "1", "--workers", "2",
+            "--model", str(model), "--batch-size", "4", "--group-size", "2", "--eval-size", "4",
+            "--eval-k", "1", "--no-progress", "--out", str(out), *extra]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_closed_output_neither_hangs_nor_fails_the_competition(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """``adaroll compete … | head -n 1``: the reader goes after one line; the competition
+    finishes every run and its tables, exits 0, and its output is all in compete.log."""
+    import shlex
+    import subprocess
+    import sys
+
+    out = tmp_path / "c"
+    args = _compete_args(tiny_model_dir, out, "uniform,bamdp", "--steps", "3", "--eval-every", "3")
+    command = shlex.join([sys.executable, "-m", "trainers.cli", *args])
+    proc = subprocess.run(["bash", "-c", f"set -o pipefail; {command} | head -n 1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("compete: 2 runs") and proc.stdout.count("\n") == 1
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+    log = (out / "compete.log").read_text()
+    assert "compete: 2 runs" in log and "| entrant" in log.replace("|  entrant", "| entrant")
+    assert (out / "table.md").exists() and (out / "summary.json").exists()
+    for spec in ("uniform", "bamdp"):
+        run = out / "runs" / spec / "seed0"
+        assert json.loads((run / "DONE").read_text())["steps"] == 3
+        assert "adaroll grpo:" in (run / "run.log").read_text()  # the worker's own output
+
+
+@pytest.mark.slow
+def test_sigterm_with_a_stuck_worker_ends_the_competition_naming_it(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """A worker stuck inside a step never finishes it: after SIGTERM the others save and stop,
+    the stuck one is killed after --stop-grace and named with the checkpoint it resumes from."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from trainers.run.grpo_command import read_jsonl
+
+    stuck = "tests.trainers.experiments.stuck_allocator:StuckAllocator"
+    out = tmp_path / "c"
+    args = _compete_args(tiny_model_dir, out, f"uniform,{stuck}", "--steps", "100000",
+                         "--eval-every", "100000", "--save-every", "1",
+                         "--stop-grace", "3")  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "trainers.cli", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    runs = out / "runs"
+    deadline = time.monotonic() + 600
+    stuck_dir = uniform_dir = None
+    while (
+        stuck_dir is None
+        or len(read_jsonl(stuck_dir / "metrics.jsonl")) < 2
+        or (len(read_jsonl(uniform_dir / "metrics.jsonl")) < 2)
+    ):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.5)
+        dirs = [d for d in runs.iterdir() if d.name != "uniform"] if runs.is_dir() else []
+        stuck_dir = dirs[0] / "seed0" if dirs else None
+        uniform_dir = runs / "uniform" / "seed0"
+    time.sleep(2)  # the stuck run is now inside its third step for good
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 143, stderr[-3000:]
+    assert time.monotonic() - t0 < 60
+    message = stdout.strip().splitlines()[-1]
+    assert f"{stuck_dir} was stuck after step 2 and was killed after 3 s" in message, stdout
+    assert "resumes from its checkpoint of step 2" in message
+    assert "rerun the same command" in message
+    assert json.loads((uniform_dir / "summary.json").read_text())["stopped_by"] == "SIGTERM"
+    assert "killed:" in (out / "compete.log").read_text()

@@ -79,7 +79,7 @@ def test_a_signal_saves_a_checkpoint_and_resume_continues(
     # the same command with --resume continues from there (two more steps)
     args = grpo_args(tiny_model_dir, out, "--steps", str(steps + 2), "--save-every", "0")
     assert cli([*args, "--resume"]) == 0
-    assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == list(range(steps + 2))
+    assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == list(range(1, steps + 3))
 
 
 # --- b. resume refuses a changed config, and keeps every config that ran ------------------------
@@ -291,18 +291,6 @@ def test_training_utility_is_a_deprecated_alias_of_step_report() -> None:
             assert module.TrainingUtility is StepReport
 
 
-def test_config_changes_reads_fields_added_since_as_their_defaults() -> None:
-    from trainers.run.checkpoints import config_changes
-
-    new = GRPOConfig().to_dict()
-    old = {k: v for k, v in new.items() if k not in ("chat_template", "system_prompt")}
-    assert config_changes(old, new) == []  # a run written before those fields existed
-    assert config_changes(old, {**new, "chat_template": "none"}) == [
-        "chat_template: '(absent)' → 'none'"
-    ]
-    assert config_changes({**new, "lr": 1e-3}, {**new, "steps": 5}) == ["lr: 0.001 → 0.0002"]
-
-
 def test_eval_train_logs_training_prompts_beside_held_out(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -325,3 +313,101 @@ def test_eval_train_logs_training_prompts_beside_held_out(
         t.evaluate(split="dev")
     with pytest.raises(ValueError, match="eval_train"):
         small_cfg(tiny_model_dir, eval_train=-1)
+
+
+# --- long runs survive: a hard kill, a done run, results without a checkpoint -------------------
+#: the fields of a step report that are measured time, not computed numbers
+TIMING = ("step_seconds", "gen_seconds", "train_seconds", "alloc_seconds", "tokens_per_s",
+          "alloc_overhead")  # fmt: skip
+
+
+def _numbers(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k not in TIMING and "seconds" not in k}
+            for r in records]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_kill_9_at_an_arbitrary_step_then_resume_equals_an_uninterrupted_run(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """SIGKILL (no handler runs) at whatever step the run has reached; ``adaroll grpo --out DIR
+    --resume`` alone (every other flag from the saved config) continues from the last periodic
+    checkpoint, and the metrics equal a run that was never stopped."""
+    out = tmp_path / "killed"
+    args = grpo_args(tiny_model_dir, out, "--steps", "100000", "--save-every", "3",
+                     "--allocator", "bamdp", "--seed", "5")  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "trainers.cli", *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 600
+    while len(read_jsonl(out / "metrics.jsonl")) < 5:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    reached = len(read_jsonl(out / "metrics.jsonl"))
+    last = checkpoint_dirs(out)[-1]
+    assert int(last.name.split("-")[-1]) % 3 == 0 and not (out / "DONE").exists()
+    target = reached + 2
+    assert cli(["grpo", "--out", str(out), "--resume", "--steps", str(target)]) == 0
+    saved = json.loads((out / "config.json").read_text())
+    assert (saved["allocator"], saved["seed"], saved["save_every"]) == ("bamdp", 5, 3)
+    straight = tmp_path / "straight"
+    main(small_cfg(tiny_model_dir, steps=target, save_every=3, allocator="bamdp", seed=5,
+                   out=str(straight)))  # fmt: skip
+    a, b = read_jsonl(straight / "metrics.jsonl"), read_jsonl(out / "metrics.jsonl")
+    assert [r["step"] for r in b] == list(range(1, target + 1))
+    assert _numbers(a) == _numbers(b)
+    assert json.loads((out / "DONE").read_text())["steps"] == target
+
+
+def test_resume_takes_the_saved_flags_and_refuses_a_given_one_that_differs(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert cli(grpo_args(tiny_model_dir, out, "--steps", "2", "--allocator", "bamdp")) == 0
+    assert cli(["grpo", "--out", str(out), "--resume", "--steps", "3"]) == 0
+    assert json.loads((out / "config.json").read_text())["allocator"] == "bamdp"
+    assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == [1, 2, 3]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        cli(["grpo", "--out", str(out), "--resume", "--steps", "4", "--allocator", "uniform"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "allocator: 'bamdp' → 'uniform'" in err
+    assert err.count("→") == 1  # only the flag given: the others came from the saved config
+
+
+def test_a_done_run_is_never_retrained_or_rewritten(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    main(small_cfg(tiny_model_dir, steps=2, eval_every=2, eval_size=4, eval_k=1, out=str(out)))
+    done = json.loads((out / "DONE").read_text())
+    assert (done["steps"], done["stopped_by"]) == (2, "steps")
+    printed = capsys.readouterr().out
+    assert f"run directory: {out}" in printed and "checkpoint:  " in printed
+    assert f"train further: adaroll grpo --out {out} --resume --steps" in printed
+    files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    summary = main(small_cfg(tiny_model_dir, steps=2, eval_every=2, eval_size=4, eval_k=1,
+                             out=str(out), resume=True))  # fmt: skip
+    assert f"{out} is done (2 steps" in capsys.readouterr().out
+    assert summary["steps"] == 2
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == files
+
+
+def test_results_without_a_checkpoint_are_set_aside_never_overwritten(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run killed before its first checkpoint left results: the next start keeps them in
+    superseded/<time>/ and says so."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
+    (out / "eval.jsonl").write_text('{"step": 0, "pass@1": 0.25}\n')
+    main(small_cfg(tiny_model_dir, steps=1, out=str(out), resume=True))
+    printed = capsys.readouterr().out
+    (kept,) = (out / "superseded").iterdir()
+    assert f"they are kept in {kept}" in printed.replace("\n", "")
+    assert (kept / "metrics.jsonl").read_text() == '{"step": 1, "loss": 0.5}\n'
+    assert (kept / "eval.jsonl").read_text() == '{"step": 0, "pass@1": 0.25}\n'
+    assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == [1]
+    assert read_jsonl(out / "metrics.jsonl")[0]["loss"] != 0.5

@@ -17,7 +17,8 @@ def _write(d, metrics, evals):
 def test_older_metric_names_are_read_as_todays(tmp_path):
     assert renamed({"a": 1}) == {"a": 1}
     (tmp_path / "metrics.jsonl").write_text('{"step": 0, "trained_rollouts": 7}\n{"step": 1, "tr')
-    assert read_metrics(tmp_path / "metrics.jsonl") == [{"step": 0, "gradient_rollouts": 7}]
+    # and steps numbered from 0 (before steps were numbered as evaluations are) from 1
+    assert read_metrics(tmp_path / "metrics.jsonl") == [{"step": 1, "gradient_rollouts": 7}]
 
 
 def test_compare_runs_ignores_timings_and_names_what_differs(tmp_path):
