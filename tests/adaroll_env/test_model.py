@@ -35,7 +35,6 @@ from adaroll_env.model import (
     posterior,
     posterior_variance,
     predictive,
-    split_round,
     utility_value,
 )
 
@@ -397,82 +396,6 @@ def test_observe_matches_env_observation():
         obs, *_ = env.step(action)
 
 
-# --- split_round --------------------------------------------------------------------------------
-
-BIG = [100, 100, 100, 100]
-
-
-@pytest.mark.parametrize(
-    ("weights", "total", "cap", "want"),
-    [
-        # largest remainder: quotas 3.5, 2.1, 1.4 -> floors 3, 2, 1; the extra one to q0
-        ([0.5, 0.3, 0.2], 7, [100] * 3, [4, 2, 1]),
-        # equal remainders go to the lower index
-        ([1, 1, 1], 1, [100] * 3, [1, 0, 0]),
-        ([1, 1, 1], 2, [100] * 3, [1, 1, 0]),
-        ([1, 1, 1], 4, [100] * 3, [2, 1, 1]),
-        ([0, 1, 0, 1], 3, BIG, [0, 2, 0, 1]),
-        # quotas 1.5, 1.5, 3 -> floors 1, 1, 3; the extra one to q0 (tie, lower index)
-        ([1, 1, 2, 0], 6, BIG, [2, 1, 3, 0]),
-        # exact proportions
-        ([2, 1, 1, 0], 8, BIG, [4, 2, 2, 0]),
-        # cap: q0 takes only 1; its 2 extra go to the next-largest weight (q1)
-        ([3, 2, 1], 6, [1, 10, 10], [1, 4, 1]),
-        # the spill follows the weights, not the index: q2 capped at 1, its 2 extra go to q1
-        ([1, 2, 3], 6, [10, 10, 1], [1, 4, 1]),
-        ([2, 0.5, 1], 7, [2, 10, 10], [2, 1, 4]),
-        # cap spill cascades: q0 capped at 1, q1 capped at 1, rest to q2
-        ([4, 3, 1], 8, [1, 1, 10], [1, 1, 6]),
-        # spill goes to zero-weight questions only when positive ones are full
-        ([1, 0], 4, [2, 5], [2, 2]),
-        # all-zero weights: even split among open questions, ties to lower index
-        ([0, 0, 0, 0], 5, [10, 0, 10, 10], [2, 0, 2, 1]),
-        ([0, 0, 0], 6, [5, 5, 5], [2, 2, 2]),
-        # the only positive weight is on a closed question: even split among open ones
-        ([1, 0, 0], 3, [0, 5, 5], [0, 2, 1]),
-        # negative weights count as zero
-        ([-1, 2, -3], 4, [9, 9, 9], [0, 4, 0]),
-        # total 0
-        ([1, 2, 3], 0, [9, 9, 9], [0, 0, 0]),
-    ],
-)
-def test_split_round_hand_worked(weights, total, cap, want):
-    got = split_round(weights, total, cap)
-    assert got.dtype == np.int64
-    np.testing.assert_array_equal(got, want)
-    assert got.sum() == total
-
-
-def test_split_round_errors():
-    with pytest.raises(ValueError, match="does not fit"):
-        split_round([1, 1], 5, [2, 2])
-    with pytest.raises(ValueError, match=">= 0"):
-        split_round([1, 1], -1, [2, 2])
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    data=st.data(),
-    b=st.integers(1, 12),
-)
-def test_split_round_properties(data, b):
-    weights = data.draw(st.lists(st.floats(0.0, 1.0), min_size=b, max_size=b))
-    cap = np.array(data.draw(st.lists(st.integers(0, 9), min_size=b, max_size=b)))
-    total = data.draw(st.integers(0, int(cap.sum())))
-    counts = split_round(weights, total, cap)
-    assert counts.sum() == total
-    assert np.all(counts >= 0) and np.all(counts <= cap)
-    w = np.asarray(weights)
-    w_open = np.where(cap > 0, w, 0.0)
-    if w_open.sum() > 0 and total <= cap[w_open > 0].sum():
-        # questions without weight get nothing while weighted ones have room
-        assert np.all(counts[w_open == 0] == 0)
-    if np.all(cap >= total) and w.sum() > 0:
-        # no caps bind: every count is within one of its proportional quota
-        quota = total * w / w.sum()
-        assert np.all(np.abs(counts - quota) < 1.0 + 1e-9)
-
-
 # --- encode_counts / decode_action ----------------------------------------------------------
 
 
@@ -480,18 +403,6 @@ def _rounds_params(b, total, cap=None):
     return AllocationParams(
         num_questions=b, budget=total, mode="rounds", round_size=total, max_group=cap
     )
-
-
-def test_encode_counts_values():
-    np.testing.assert_array_equal(encode_counts([4, 0, 2]), np.array([1.0, -1.0, 0.0], np.float32))
-    np.testing.assert_array_equal(encode_counts([0, 0]), [-1.0, -1.0])
-    assert encode_counts([3, 1]).dtype == np.float32
-    with pytest.raises(ValueError, match="non-negative integers"):
-        encode_counts([1.5, 2])
-    with pytest.raises(ValueError, match="non-negative integers"):
-        encode_counts([-1, 2])
-    with pytest.raises(ValueError, match="non-negative integers"):
-        encode_counts([[1, 2]])
 
 
 @pytest.mark.parametrize("counts", [[4, 0, 0, 0], [1, 1, 1, 1], [0, 3, 1, 0], [5, 4, 3, 2]])
@@ -690,46 +601,6 @@ def test_round_schedule_normalises_and_pickles():
 def test_round_schedule_validation(kw, error, match):
     with pytest.raises(error, match=match):
         AllocationParams(num_questions=4, budget=16, **kw)
-
-
-@pytest.mark.parametrize(
-    ("spec", "budget", "expected"),
-    [
-        ("384,128", 512, (384, 128)),
-        ("384+128", 512, (384, 128)),
-        (" 0.75 , 0.25 ", 512, (384, 128)),
-        ("0.5,0.25,0.25", 512, (256, 128)),  # equal trailing rounds fold into the repeat
-        ("256,256", 512, (256,)),
-        ("1.0", 512, (512,)),
-        ("0.34,0.33,0.33", 100, (34, 33)),
-        ("0.4,0.3,0.3", 7, (3, 2)),  # 2.8, 2.1, 2.1 -> largest remainders 3, 2, 2
-        ((448, 64), 512, (448, 64)),
-    ],
-)
-def test_parse_round_schedule(spec, budget, expected):
-    got = am.parse_round_schedule(spec, budget)
-    assert got == expected
-    # the parsed schedule spends exactly the budget
-    p = AllocationParams(num_questions=4, budget=budget, mode="rounds", round_schedule=got)
-    assert sum(_round_sizes(p)) == budget
-
-
-@pytest.mark.parametrize(
-    ("spec", "match"),
-    [
-        ("384,100", "hands out 484 rollouts, but the rounds hand out 512.*sum to 512"),
-        ("0.5,0.4", "fractions summing to 0.9, not 1"),
-        ("0.5,256", "mixes rollout counts and fractions"),
-        ("384,,128", "empty entry"),
-        ("384,abc", "'abc' is not a number"),
-        ("512,0", "round of 0 rollouts"),
-        ("1.5,-0.5", "fraction 1.5"),
-        ("0.9995,0.0005", "less than one rollout"),
-    ],
-)
-def test_parse_round_schedule_errors(spec, match):
-    with pytest.raises(ValueError, match=match):
-        am.parse_round_schedule(spec, 512)
 
 
 def test_step_round_plan_is_the_shared_rule():

@@ -4,7 +4,6 @@ import pytest
 
 import adaroll_env
 import agents
-from adaroll_env import model
 
 IDS = list(adaroll_env.ENV_IDS)
 
@@ -113,45 +112,3 @@ def test_evaluate_policy(env_id, name, evaluate_matches_replay):
             obs, _, done, _, info = env.step(alloc.act(obs))
         assert np.asarray(info["allocation"]).tolist() == [8] * 6
     assert len(returns) == 5
-
-
-def test_predict_batched_shapes():
-    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=4)
-    alloc = agents.make_allocator("uniform", env)
-    obs, _ = env.reset(seed=0)
-    batch = {k: np.stack([v, v, v]) for k, v in obs.items()}
-    actions, state = alloc.predict(batch)
-    assert actions.shape == (3, 4) and actions.dtype == np.float32 and state is None
-    single, _ = alloc.predict(obs)
-    assert single.shape == (4,)
-
-
-def test_act_requires_reset():
-    from agents.baselines import UniformAllocator
-
-    alloc = UniformAllocator()
-    env = gym.make("AdaRoll/BetaBernoulli-v0")
-    obs, _ = env.reset(seed=0)
-    with pytest.raises(RuntimeError, match="reset"):
-        alloc.act(obs)
-
-
-def test_act_rejects_wrong_batch_size():
-    env4 = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=4)
-    env5 = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=5)
-    alloc = agents.make_allocator("uniform", env4)
-    obs, _ = env5.reset(seed=0)
-    with pytest.raises(ValueError, match="questions"):
-        alloc.act(obs)
-
-
-def test_beliefs_recover_prior():
-    env = gym.make(
-        "AdaRoll/BetaBernoulli-v0", num_questions=3, prior_alpha=0.7, prior_beta=2.5, pilot=2
-    )
-    obs, _ = env.reset(seed=0)
-    b = agents.read_beliefs(env.unwrapped.params, obs)
-    assert np.allclose(b.prior_alpha, 0.7, atol=1e-5)
-    assert np.allclose(b.prior_beta, 2.5, atol=1e-5)
-    assert b.budget_left == model.budget_left(env.unwrapped.params, env.unwrapped.state)
-    assert b.rollouts.tolist() == [2, 2, 2]

@@ -1,4 +1,3 @@
-import functools
 import math
 
 import gymnasium as gym
@@ -7,9 +6,8 @@ import pytest
 
 import agents
 from adaroll_env import AllocationParams
-from adaroll_env.utilities import get_utility
-from agents.bamdp import TableSpec, build_table, dual_value, upper_bound
 from agents.bamdp import cache as bamdp_cache
+from agents.bamdp import upper_bound
 from agents.policy_value import exact_value
 
 UTILITIES = ["informative", "hit", "grpo_signal", "dr_grpo_signal"]
@@ -21,140 +19,6 @@ def _cache(tmp_path, monkeypatch):
     bamdp_cache.clear_memory()
     yield
     bamdp_cache.clear_memory()
-
-
-def _stopping_gap(a, b, utility, cap, s, f, lam):
-    """Independent brute force: C(s, f; λ) − u(s, f) of the single-question stopping problem."""
-    u = get_utility(utility)
-
-    def uu(s, f):
-        return float(u(np.array([s]), np.array([f]))[0])
-
-    @functools.cache
-    def V(s, f):
-        if s + f >= cap:
-            return uu(s, f)
-        p = (a + s) / (a + b + s + f)
-        return max(uu(s, f), -lam + p * V(s + 1, f) + (1 - p) * V(s, f + 1))
-
-    p = (a + s) / (a + b + s + f)
-    return -lam + p * V(s + 1, f) + (1 - p) * V(s, f + 1) - uu(s, f)
-
-
-def _brute_index(a, b, utility, cap, s, f):
-    lo, hi = -2.0, 2.0
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        if _stopping_gap(a, b, utility, cap, s, f, mid) >= 0:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def test_index_hand_worked():
-    # Beta(1, 1), cap 4, informative. At (0, 3) one more rollout (the last) makes the group
-    # informative with probability 1/5: index 0.2. At (0, 2): worth 1/4 for λ ≥ 0.2 (then stop
-    # at (0, 3)), so the index is 0.25. At (1, 1) nothing can improve: index 0. At the cap: −inf.
-    t = build_table(TableSpec.make(1.0, 1.0, "informative", 4))
-    assert t.index[0, 3] == pytest.approx(0.2, abs=1e-6)
-    assert t.index[0, 2] == pytest.approx(0.25, abs=1e-6)
-    assert t.index[1, 1] == pytest.approx(0.0, abs=1e-6)
-    assert t.index[0, 4] == -np.inf and t.index[2, 2] == -np.inf
-
-
-@pytest.mark.parametrize("utility", UTILITIES)
-@pytest.mark.parametrize(("a", "b"), [(1.0, 1.0), (0.3, 0.3), (2.0, 5.0)])
-def test_index_against_brute_force(utility, a, b):
-    cap = 7
-    t = build_table(TableSpec.make(a, b, utility, cap))
-    for s in range(cap):
-        for f in range(cap - s):
-            assert t.index[s, f] == pytest.approx(_brute_index(a, b, utility, cap, s, f), abs=2e-4)
-
-
-def test_index_threshold_meaning():
-    # Just below the index continuing beats stopping, just above it does not.
-    t = build_table(TableSpec.make(0.5, 0.8, "grpo_signal", 9))
-    for s, f in [(0, 0), (1, 0), (2, 3), (0, 5)]:
-        lam = t.index[s, f]
-        assert _stopping_gap(0.5, 0.8, "grpo_signal", 9, s, f, lam - 1e-3) > 0
-        assert _stopping_gap(0.5, 0.8, "grpo_signal", 9, s, f, lam + 1e-3) < 0
-
-
-def test_horizon_truncation_is_optimistic():
-    full = build_table(TableSpec.make(0.5, 0.5, "informative", 40))
-    cut = build_table(TableSpec.make(0.5, 0.5, "informative", 40, max_horizon=12))
-    assert cut.spec.horizon == 12
-    a, b = cut.index[:12, :12], full.index[:12, :12]
-    both = np.isfinite(a) & np.isfinite(b)
-    assert both.sum() > 50
-    assert np.all(a[both] >= b[both] - 1e-6)
-
-
-def test_disk_cache_round_trip(tmp_path):
-    spec = TableSpec.make(0.7, 1.3, "hit", 20)
-    t1 = bamdp_cache.get_table(spec)
-    path = bamdp_cache.table_path(spec)
-    assert path.is_file() and str(path).startswith(str(tmp_path))
-    bamdp_cache.clear_memory()
-    t2 = bamdp_cache.get_table(spec)
-    assert np.array_equal(t1.index, t2.index, equal_nan=True)
-    path.write_bytes(b"not a table")
-    bamdp_cache.clear_memory()
-    t3 = bamdp_cache.get_table(spec)  # a damaged file is rebuilt, never trusted
-    assert np.array_equal(t1.index, t3.index, equal_nan=True)
-
-
-def test_custom_utility_code_is_part_of_the_key(tmp_path, monkeypatch):
-    mod = tmp_path / "adaroll_bamdp_u.py"
-    mod.write_text(
-        "import numpy as np\ndef u(s, f):\n    return np.minimum(np.asarray(s), 1) * 1.0\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    d1 = TableSpec.make(1.0, 1.0, "adaroll_bamdp_u:u", 5).digest()
-    d2 = TableSpec.make(1.0, 1.0, "hit", 5).digest()
-    assert d1 != d2
-
-
-@pytest.mark.parametrize("utility", UTILITIES)
-def test_bound_is_tight_when_the_budget_forces_the_allocation(utility):
-    # B = 1: the whole budget goes to the one question, so V* is E[u] after N rollouts.
-    p = AllocationParams(
-        num_questions=1, budget=5, prior_alpha=0.4, prior_beta=0.9, utility=utility
-    )
-    v = exact_value(agents.make_allocator("uniform", p), p, (0.4, 0.9))
-    assert upper_bound(p) == pytest.approx(v, abs=1e-7)
-
-
-@pytest.mark.parametrize("utility", UTILITIES)
-@pytest.mark.parametrize(("B", "N", "pilot", "cap"), [(2, 6, 0, None), (3, 9, 1, 4), (2, 8, 0, 5)])
-def test_bound_dominates_policies(utility, B, N, pilot, cap):
-    p = AllocationParams(
-        num_questions=B,
-        budget=N,
-        pilot=pilot,
-        max_group=cap,
-        prior_alpha=0.5,
-        prior_beta=0.5,
-        utility=utility,
-    )
-    ub = upper_bound(p)
-    for spec in ("uniform", "bamdp"):
-        v = exact_value(agents.make_allocator(spec, p), p, (0.5, 0.5))
-        assert v <= ub + 1e-9
-    # Every λ gives a valid bound; the minimum is below each.
-    for lam in (-0.5, 0.0, 0.1, 0.7):
-        assert ub <= dual_value(p, lam) + 1e-9
-
-
-def test_bound_per_question_priors():
-    p = AllocationParams(num_questions=2, budget=6, prior_alpha=(0.5, 3.0), prior_beta=(0.5, 1.0))
-    q = AllocationParams(num_questions=1, budget=3, prior_alpha=0.5, prior_beta=0.5)
-    r = AllocationParams(num_questions=1, budget=3, prior_alpha=3.0, prior_beta=1.0)
-    # Splitting the pair's budget in halves is one feasible relaxation point: the bound of the
-    # pair is at most the sum of the single bounds plus the value of moving budget across.
-    assert upper_bound(p) >= max(upper_bound(q), upper_bound(r))
 
 
 @pytest.mark.parametrize("env_id", ["AdaRoll/BetaBernoulli-v0", "AdaRoll/BetaBernoulliRounds-v0"])
@@ -332,13 +196,3 @@ def test_exact_policy_with_per_episode_priors():
 def test_large_instances_use_the_index_policy():
     p = AllocationParams(num_questions=64, budget=512)
     assert not agents.make_allocator("bamdp", p)._use_exact
-
-
-@pytest.mark.parametrize("utility", UTILITIES)
-@pytest.mark.parametrize(("cap", "max_horizon"), [(9, 256), (70, 40)])
-def test_numba_tables_are_bit_identical(utility, cap, max_horizon):
-    pytest.importorskip("numba")
-    spec = TableSpec.make(0.4, 0.7, utility, cap, max_horizon=max_horizon)
-    plain = build_table(spec, jit=False)
-    fast = build_table(spec, jit=True)
-    assert np.array_equal(plain.index, fast.index, equal_nan=True)

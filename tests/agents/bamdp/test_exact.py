@@ -408,62 +408,8 @@ def test_policy_value_by_exact_evaluator(kwargs):
 
 
 # --------------------------------------------------------------------------------------------
-# State counting and limits
+# State limits (the counting itself: test_states.py)
 # --------------------------------------------------------------------------------------------
-
-
-def _enumerate_folded(B, N, pilot, cap, mode, R):
-    """Folded states at the visited levels, by direct enumeration (equal priors)."""
-    pairs = [(s, n - s) for n in range(pilot, cap + 1) for s in range(n + 1)]
-    if mode == "sequential":
-        levels = set(range(pilot * B, N + 1))
-    else:
-        levels, t = {N}, pilot * B
-        while t < N:
-            levels.add(t)
-            t = min(t + R, N)
-    count = 0
-
-    def rec(first, left, total):  # multisets as non-decreasing index sequences into pairs
-        nonlocal count
-        if left == 0:
-            count += total in levels
-            return
-        for k in range(first, len(pairs)):
-            n = sum(pairs[k])
-            if total + n <= N:
-                rec(k, left - 1, total + n)
-
-    rec(0, B, 0)
-    return count
-
-
-@pytest.mark.parametrize(
-    ("B", "N", "pilot", "cap", "mode", "R"),
-    [
-        (4, 12, 0, None, "sequential", 1),
-        (5, 10, 1, 4, "sequential", 1),
-        (3, 14, 2, 6, "rounds", 3),
-        (6, 12, 0, None, "rounds", 6),
-    ],
-)
-def test_estimate_states_by_enumeration(B, N, pilot, cap, mode, R):
-    params = AllocationParams(
-        num_questions=B, budget=N, pilot=pilot, max_group=cap, mode=mode, round_size=R
-    )
-    expected = _enumerate_folded(B, N, pilot, params.cap, mode, R)
-    assert estimate_states(params) == expected
-    assert estimate_states(params, limit=10 * expected) == expected
-
-
-def test_design_state_counts():
-    # DESIGN §4: B=4, N=12 ~7·10³; B=8, N=32 ~10⁸; B=16, N=128 ~10²¹.
-    assert estimate_states(AllocationParams(num_questions=4, budget=12)) == 7036
-    assert 1e8 < estimate_states(AllocationParams(num_questions=8, budget=32)) < 1e9
-    assert 1e20 < estimate_states(AllocationParams(num_questions=16, budget=128)) < 1e22
-    # With a limit, production sizes answer at once with a lower bound past the limit.
-    big = AllocationParams(num_questions=512, budget=4096)
-    assert estimate_states(big, limit=1_000_000) > 1_000_000
 
 
 def test_too_many_states_raises_with_count_and_fix():

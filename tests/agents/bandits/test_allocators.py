@@ -21,7 +21,6 @@ from agents.bandits.allocators import (
     credible_points,
     optimistic_values,
     posterior_learnability,
-    variance_split,
 )
 from agents.benchmarks import run_episodes
 from agents.planning import bundle_fill, posterior_values
@@ -95,23 +94,6 @@ def test_variance_hand_worked():
         1,
         0,
     ]
-
-
-def test_variance_split_equals_one_at_a_time():
-    rng = np.random.default_rng(0)
-    for _ in range(50):
-        B = int(rng.integers(1, 7))
-        a = rng.choice([0.5, 1.0, 2.0, 3.0], size=B) + rng.integers(0, 3, size=B)
-        b = rng.choice([0.5, 1.0, 2.0], size=B) + rng.integers(0, 3, size=B)
-        cap = rng.integers(0, 5, size=B)
-        total = int(rng.integers(0, cap.sum() + 1))
-        w, t = posterior_learnability(a, b), a + b
-        expected = np.zeros(B, dtype=np.int64)
-        for _ in range(total):
-            m = expected
-            gain = np.where(m < cap, w / ((t + m) * (t + m + 1)), -np.inf)
-            expected[int(np.argmax(gain))] += 1
-        assert variance_split(a, b, total, cap).tolist() == expected.tolist()
 
 
 # --- greedy ------------------------------------------------------------------------------------
@@ -190,16 +172,6 @@ def test_bayes_ucb_picks_the_larger_upper_quantile():
     assert values[0] == pytest.approx(1 - (1 - wide_hi) ** np.arange(4))
 
 
-def test_bayes_ucb_optimism_is_over_the_value():
-    # Informative utility, a fresh question with posterior Beta(1, 3): the interval
-    # [1 − 0.9^(1/3), 1 − 0.1^(1/3)] = [0.035, 0.536] holds 0.5, where 2p(1 − p) peaks: V(2) = 0.5,
-    # more than at the upper quantile itself.
-    hi = 1 - 0.1 ** (1 / 3)
-    values = optimistic_values("informative", [1.0], [3.0], [0], [0], 2, 0.9, 5)
-    assert values[0, 2] == pytest.approx(0.5)
-    assert values[0, 2] > 2 * hi * (1 - hi) + 1e-3
-
-
 # --- knowledge_gradient ------------------------------------------------------------------------
 
 
@@ -238,13 +210,6 @@ def _hull_brute(V):
         ]
         out.append(np.diff(top))
     return np.array(out)
-
-
-def test_concave_increments_brute_force():
-    rng = np.random.default_rng(1)
-    for _ in range(30):
-        V = np.cumsum(rng.normal(size=(3, 7)), axis=1)
-        assert concave_increments(V) == pytest.approx(_hull_brute(V))
 
 
 def test_knowledge_gradient_hand_worked():

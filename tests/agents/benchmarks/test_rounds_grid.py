@@ -4,12 +4,9 @@ prompts and fraction) beside every utility."""
 import csv
 import json
 
-import numpy as np
 import pytest
 
-from adaroll_env.arguments import parse_config
 from agents.benchmarks import BenchConfig, mean_ci, run_benchmark
-from agents.benchmarks.mechanism import mechanism
 
 
 def _cfg(tmp_path, **kw):
@@ -26,28 +23,6 @@ def _cfg(tmp_path, **kw):
     )
     base.update(kw)
     return BenchConfig(**base)
-
-
-def test_mechanism_on_a_hand_built_state():
-    # (s, f): (0,4) all wrong, (1,1) mixed n=2, (3,0) all right, (2,3) mixed n=5, (0,0) empty
-    m = mechanism([0, 1, 3, 2, 0], [4, 1, 0, 3, 0])
-    assert float(m["gradient_rollouts"]) == 7.0
-    assert float(m["informative_prompts"]) == 2.0
-    assert float(m["informative_frac"]) == pytest.approx(2 / 5)
-
-
-def test_mechanism_is_vectorised_over_episodes():
-    s = np.array([[0, 1, 3, 2], [1, 1, 1, 1], [0, 0, 0, 0]])
-    f = np.array([[4, 1, 0, 3], [7, 0, 2, 5], [8, 8, 8, 8]])
-    m = mechanism(s, f)
-    assert m["gradient_rollouts"].tolist() == [7.0, 8.0 + 3.0 + 6.0, 0.0]
-    assert m["informative_prompts"].tolist() == [2.0, 3.0, 0.0]
-    assert m["informative_frac"].tolist() == [0.5, 0.75, 0.0]
-
-
-def test_mechanism_refuses_mismatched_shapes():
-    with pytest.raises(ValueError, match="one shape"):
-        mechanism([1, 2], [1, 2, 3])
 
 
 def test_episode_records_carry_the_mechanism(tmp_path):
@@ -93,26 +68,6 @@ def test_rounds_grid_rows_columns_and_files(tmp_path):
     assert (run / "rounds.png").stat().st_size > 1000
 
 
-def test_rounds_from_the_command_line(tmp_path):
-    cfg = parse_config(BenchConfig, "", ["--rounds", "1,2,3,4,8", "--out", str(tmp_path)])
-    assert cfg.rounds_list == [1, 2, 3, 4, 8]
-
-
-@pytest.mark.parametrize(
-    ("kw", "match"),
-    [
-        ({"rounds": "1,2", "round_size": 4}, "both set"),
-        ({"rounds": "2", "envs": "sequential,rounds"}, "rounds env only"),
-        ({"rounds": "0"}, ">= 1"),
-        ({"rounds": "two"}, "not an integer"),
-        ({"rounds": "25"}, "exceeds the smallest budget"),
-    ],
-)
-def test_bad_rounds(tmp_path, kw, match):
-    with pytest.raises(ValueError, match=match):
-        _cfg(tmp_path, **kw)
-
-
 def test_rounds_grid_takes_schedules(tmp_path):
     # N = 24: '18+6' is one round of 18 then one of 6; '12+6' has the 6 repeat (12, 6, 6)
     cfg = _cfg(tmp_path, rounds="1,18+6,12+6+6")
@@ -123,26 +78,3 @@ def test_rounds_grid_takes_schedules(tmp_path):
     assert by[("18+6", "bamdp")]["setting"].endswith("/G=4/rounds=18+6")
     decisions = {e["setting"].rsplit("=", 1)[1]: e["decisions"] for e in res.episodes}
     assert decisions == {"1": 1, "18+6": 2, "12+6+6": 3}
-
-
-def test_schedules_from_the_command_line_and_help(tmp_path):
-    cfg = parse_config(BenchConfig, "", ["--rounds", "1,2,384+128,448+64", "--out", str(tmp_path)])
-    assert cfg.rounds_list == [1, 2, "384+128", "448+64"]
-    from agents.benchmarks.config import BenchConfig as C
-
-    (rounds,) = [f for f in C.__dataclass_fields__.values() if f.name == "rounds"]
-    assert "384+128" in rounds.metadata["help"]
-
-
-@pytest.mark.parametrize(
-    ("kw", "match"),
-    [
-        ({"rounds": "18+5"}, "hands out 23 rollouts"),
-        ({"rounds": "18+x"}, "joined by '\\+'"),
-        ({"rounds": "24+0"}, "joined by '\\+'"),
-        ({"rounds": "18+6", "group_sizes": "4,8"}, "does not fit G = 8"),
-    ],
-)
-def test_bad_schedules_in_the_grid(tmp_path, kw, match):
-    with pytest.raises(ValueError, match=match):
-        _cfg(tmp_path, **kw)

@@ -1,5 +1,3 @@
-import itertools
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -13,12 +11,7 @@ from agents.literature.allocators import (
     PilotCommitAllocator,
     ReinforceAdaAllocator,
     VIPAllocator,
-    greso_skip_probability,
-    knapsack_plan,
     knapsack_values,
-    level_fill,
-    vip_objective,
-    vip_plan,
 )
 
 IDS = list(adaroll_env.ENV_IDS)
@@ -45,73 +38,7 @@ def _run(env, alloc, seed=0, options=None):
     return trace, info
 
 
-# ---------------------------------------------------------------- level_fill
-
-
-def test_level_fill_fewest_first_ties_to_lower_index():
-    # n = [3, 0, 1, 0], rooms [5, 1, 5, 5], 6 rollouts: fill q1 and q3 to 1 (2), then q2, q3
-    # (levels 1 -> 2: q1 is full, so 2 more: q2 and q3 to 2), then level 2 -> 3: q2, q3 (2 more)
-    # = 6: counts [0, 1, 2, 3]; the 7th would go to q0 (fewest at 3, lowest index).
-    c = level_fill([3, 0, 1, 0], [5, 1, 5, 5], 6)
-    assert c.tolist() == [0, 1, 2, 3]
-    assert level_fill([3, 0, 1, 0], [5, 1, 5, 5], 7).tolist() == [1, 1, 2, 3]
-    assert level_fill([0, 0], [1, 2], 10).tolist() == [1, 2]  # room runs out
-    assert level_fill([2, 2], [0, 0], 3).tolist() == [0, 0]
-
-
 # ---------------------------------------------------------------- vip
-
-
-def test_vip_plan_matches_brute_force_hand_case():
-    # p = [0.5, 0.2, 0.95]: a = [0.25, 0.16, 0.0475]; N = 15 in [4, 8]^3.
-    p = np.array([0.5, 0.2, 0.95])
-    plan = vip_plan(p, [0, 0, 0], 15, cap=100, lower=4, upper=8)
-    best = min(
-        (c for c in itertools.product(range(4, 9), repeat=3) if sum(c) == 15),
-        key=lambda c: vip_objective(p, np.array(c)),
-    )
-    assert plan.tolist() == list(best) == [6, 5, 4]
-
-
-def test_vip_plan_matches_brute_force_random_small():
-    rng = np.random.default_rng(0)
-    for _ in range(60):
-        B = int(rng.integers(2, 4))
-        cap = int(rng.integers(6, 11))
-        n = np.where(rng.random(B) < 0.5, 0, rng.integers(0, cap + 1, size=B))
-        lo, hi = np.maximum(n, 4), np.maximum(n, min(8, cap))
-        N = int(rng.integers(lo.sum(), hi.sum() + 1))
-        p = rng.random(B)
-        plan = vip_plan(p, n, N, cap, lower=4, upper=8)
-        feas = [
-            c
-            for c in itertools.product(*[range(a, b + 1) for a, b in zip(lo, hi, strict=True)])
-            if sum(c) == N
-        ]
-        best = min(vip_objective(p, np.array(c)) for c in feas)
-        assert plan.sum() == N and np.all(plan >= n) and np.all(plan <= cap)
-        assert vip_objective(p, plan) == pytest.approx(best, abs=1e-12)
-
-
-def test_vip_zero_or_min_rule():
-    # N = 9 < 3·4: open the two largest a (q0: 0.25, q2: 0.21) at 4 each; the last rollout to the
-    # larger marginal decrease a(f(4) − f(5)) = a·0.0275, i.e. q0. q1 stays at 0.
-    plan = vip_plan([0.5, 0.1, 0.3], [0, 0, 0], 9, cap=100)
-    assert plan.tolist() == [5, 0, 4]
-
-
-def test_vip_equal_beliefs_split_evenly_and_upper_raised():
-    assert vip_plan([0.3] * 4, [0] * 4, 30, cap=100).tolist() == [8, 8, 7, 7]
-    # 2 questions, N = 80: upper 32 cannot spend it, so it is raised to 40.
-    assert vip_plan([0.5, 0.2], [0, 0], 80, cap=100).tolist() == [40, 40]
-    # cap 5 below lower: bounds clip to [5, 5].
-    assert vip_plan([0.5, 0.2, 0.1], [0, 0, 0], 15, cap=5).tolist() == [5, 5, 5]
-
-
-def test_vip_never_plans_below_current_counts():
-    # q0 already has 20 (> upper is allowed: it keeps them); the rest of 40 split on the others.
-    plan = vip_plan([0.5, 0.5, 0.5], [20, 0, 1], 40, cap=100)
-    assert plan.tolist() == [20, 10, 10]
 
 
 def test_vip_allocate_follows_plan_by_deficit():
@@ -132,58 +59,6 @@ def test_vip_allocate_follows_plan_by_deficit():
 
 
 # ---------------------------------------------------------------- knapsack
-
-
-def test_knapsack_value_by_hand():
-    # p = 0.5, n = 2: (1 − 0.25 − 0.25)·0.5·0.25 = 0.0625; n = 0 and n = 1 are worth nothing.
-    assert knapsack_values([0.5], [2])[0] == pytest.approx(0.0625)
-    assert knapsack_values([0.3, 0.3], [0, 1]).tolist() == [0.0, 0.0]
-
-
-@pytest.mark.parametrize("solver", ["auto", "dp"])
-def test_knapsack_plan_matches_brute_force(solver):
-    # 3 questions with 0, 1 and 2 rollouts, 6 rollouts left, cap 5: enumerate every plan.
-    p = np.array([0.3, 0.05, 0.6])
-    n = np.array([0, 1, 2])
-    plan = knapsack_plan(p, n, 6, cap=5, solver=solver)
-    best, arg = -1.0, None
-    for ks in itertools.product(range(6), range(5), range(4)):
-        if sum(ks) <= 6:
-            v = knapsack_values(p, n + np.array(ks)).sum()
-            if v > best + 1e-15:
-                best, arg = v, n + np.array(ks)
-    assert plan.sum() == 9 and np.all(plan <= 5)
-    assert knapsack_values(p, plan).sum() == pytest.approx(best, abs=1e-14)
-    assert plan.tolist() == arg.tolist() == [4, 1, 4]
-
-
-def test_knapsack_auto_equals_dp_value_random():
-    rng = np.random.default_rng(1)
-    for _ in range(200):
-        B = int(rng.integers(1, 6))
-        cap = int(rng.integers(2, 12))
-        n = np.where(rng.random(B) < 0.5, 0, rng.integers(0, cap + 1, size=B))
-        room = int((cap - n).sum())
-        if room == 0:
-            continue
-        W = int(rng.integers(1, room + 1))
-        p = rng.random(B)
-        size = int(rng.integers(1, 14))
-        auto = knapsack_plan(p, n, W, cap, max_size=size)
-        dp = knapsack_plan(p, n, W, cap, max_size=size, solver="dp")
-        for plan in (auto, dp):
-            assert plan.sum() == n.sum() + W and np.all(plan >= n) and np.all(plan <= cap)
-        assert knapsack_values(p, auto).sum() == pytest.approx(
-            knapsack_values(p, dp).sum(), abs=1e-13
-        )
-
-
-def test_knapsack_flat_values_spread_evenly():
-    # p̂ at 0 or 1: every value is 0, the knapsack spends nothing, the fallback spreads evenly.
-    assert knapsack_plan([0.0, 1.0, 0.0], [0, 0, 0], 7, cap=10).tolist() == [3, 2, 2]
-    # menus capped by max_size: what they cannot take is spread over the questions with room.
-    plan = knapsack_plan([0.5, 0.5], [0, 0], 10, cap=10, max_size=3)
-    assert plan.tolist() == [5, 5]
 
 
 def test_knapsack_allocator_gives_hard_question_more():
@@ -287,15 +162,6 @@ def test_pilot_commit_spreads_evenly_when_band_is_empty():
 
 
 # ---------------------------------------------------------------- greso
-
-
-def test_greso_skip_probability_by_hand():
-    # easy: mean 0.99, strength 16 -> z = 2 -> 1 − 0.5² = 0.75; hard: mean 0.05, strength 8 ->
-    # z = 1 -> 0.5; ordinary mean 0.5 -> 0; very strong easy prior: floor 1 − 0.01.
-    prob, kind, z = greso_skip_probability([15.84, 0.4, 4.0, 990.0], [0.16, 7.6, 4.0, 10.0])
-    assert kind.tolist() == [1, -1, 0, 1]
-    assert z.tolist() == [2, 1, 1, 125]
-    assert prob == pytest.approx([0.75, 0.5, 0.0, 0.99])
 
 
 def test_greso_skip_frequency_matches_formula():

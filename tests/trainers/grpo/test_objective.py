@@ -1,4 +1,5 @@
-"""GRPO math on hand-worked ragged batches: advantages, surrogate, KL, loss normalisation."""
+"""GRPO math on hand-worked ragged batches: advantages, surrogate, KL, loss normalisation (the
+config's tests are in test_config.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainers.grpo import (
-    GRPOConfig,
     clipped_surrogate,
     expand_groups,
     group_advantages,
@@ -146,29 +146,3 @@ def test_micro_batches_sum_to_the_full_batch_gradient(loss_type: str) -> None:
     for rows in ([0, 1], [2], [3, 4]):
         loss_of(rows).backward()
     torch.testing.assert_close(w.grad, full)
-
-
-# --- config ------------------------------------------------------------------------------------
-def test_config_defaults_and_budget() -> None:
-    cfg = GRPOConfig()
-    assert cfg.rollout_budget == cfg.batch_size * cfg.group_size
-    assert GRPOConfig(budget=100).rollout_budget == 100
-    assert cfg.to_dict()["loss_type"] == "dapo"
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"loss_type": "ppo"}, "loss_type must be one of"),
-        ({"scale_rewards": "std"}, "scale_rewards must be one of"),
-        ({"batch_size": 0}, "batch_size must be an integer >= 1"),
-        ({"budget": 10, "pilot": 1, "batch_size": 16}, "budget \\(10\\) must exceed"),
-        ({"max_group": 2, "batch_size": 4, "group_size": 8}, "exceeds B·max_group"),
-        ({"belief_decay": 0.0}, "belief_decay must be in"),
-        ({"lr": -1.0}, "lr must be a finite number > 0"),
-        ({"temperature": float("nan")}, "temperature must be a finite number >= 0"),
-    ],
-)
-def test_config_errors_say_what_and_how(kwargs: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        GRPOConfig(**kwargs)

@@ -1,4 +1,5 @@
-"""AllocatingGRPOTrainer (trainers.trl.trainer) against plain trl.GRPOTrainer on the tiny model.
+"""AllocatingGRPOTrainer (trainers.trl.trainer) against plain trl.GRPOTrainer on the tiny model
+(the overhead benchmark and the TRL competition are tested in their mirrored files).
 
 Over 500 lines because every test builds TRL trainers on the same tiny model and dataset
 fixtures (module-scoped: TRL trainers are slow to build), which a split would rebuild.
@@ -6,7 +7,6 @@ fixtures (module-scoped: TRL trainers are slow to build), which a split would re
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -553,58 +553,3 @@ def test_example_script_trains_and_checkpoints_the_beliefs(
         example_id=rows["example_id"],
     )
     assert reward == [1.0, 0.0, 1.0]
-
-
-# --- the overhead benchmark --------------------------------------------------------------------
-def test_overhead_benchmark_times_all_three_variants(
-    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from trainers.benchmarks.trl_overhead import RESULTS_FILE, TrlOverheadConfig, main, parse_args
-
-    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
-    cfg = parse_args(["--batch-size", "2", "--group-size", "2", "--blocks", "1", "--steps", "1"])
-    assert cfg == TrlOverheadConfig(batch_size=2, group_size=2, blocks=1, steps=1)
-    result = main(dataclasses.replace(cfg, out=str(tmp_path)))
-    s = result["summary"]
-    assert s["trl"]["rounds"] == s["uniform"]["rounds"] == 1 and s["bamdp"]["rounds"] == 2
-    for variant in ("trl", "uniform", "bamdp"):
-        row = s[variant]
-        assert row["seconds_per_step"] >= row["gen_score_seconds"] >= row["generate_seconds"] > 0
-    assert np.isfinite(s["uniform_overhead"]) and 0 < s["uniform_own_share"] < 1
-    assert json.loads((tmp_path / RESULTS_FILE).read_text())["summary"] == s
-    with pytest.raises(ValueError, match="group_size must be >= 2"):
-        TrlOverheadConfig(group_size=1)
-
-
-# --- the competition ---------------------------------------------------------------------------
-def test_competition_trains_each_allocator_and_evaluates(
-    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from trainers.experiments.trl_compete import RESULTS_FILE, TrlCompeteConfig, main, parse_args
-
-    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
-    flags = ["--steps", "2", "--seeds", "1", "--batch-size", "4", "--group-size", "2"]
-    flags += ["--utility", "snr(8)", "--belief-prior", "fitted", "--belief-group", "level"]
-    cfg = parse_args(flags)
-    cfg = dataclasses.replace(cfg, eval_size=8, eval_k=2, out=str(tmp_path))
-    result = main(cfg)
-    runs = {r["allocator"]: r for r in result["runs"]}
-    assert set(runs) == {"uniform", "bamdp"}
-    # the same warm start and the same evaluation samples before training
-    assert runs["uniform"]["pass@1_before"] == runs["bamdp"]["pass@1_before"]
-    for r in runs.values():  # pass@1 is a count of the 8 prompts x 2 samples' successes
-        for key in ("pass@1_before", "pass@1_after"):
-            assert r[key] * 16 == pytest.approx(round(r[key] * 16))
-    # uniform: groups of G = 2, so a prompt's two rollouts carry gradient exactly when it is mixed
-    u = runs["uniform"]
-    assert u["gradient_rollouts"] == pytest.approx(2 * 4 * u["informative_frac"])
-    assert json.loads((tmp_path / RESULTS_FILE).read_text())["runs"] == result["runs"]
-    saved = json.loads((tmp_path / RESULTS_FILE).read_text())
-    assert (saved["config"]["utility"], saved["config"]["belief_group"]) == ("snr(8)", "level")
-    with pytest.raises(ValueError, match="allocators is empty"):
-        TrlCompeteConfig(allocators=" , ")
-    with pytest.raises(ValueError, match="needs --belief-prior fitted"):
-        TrlCompeteConfig(belief_group="level", belief_prior="fixed")
-    with pytest.raises(ValueError, match="round_schedule"):
-        TrlCompeteConfig(round_schedule="100,29")  # not B·G = 128 rollouts
-    assert TrlCompeteConfig(round_schedule="96,32").round_schedule == "96,32"
