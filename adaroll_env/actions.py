@@ -27,10 +27,9 @@ def split_round(weights: ArrayLike, total: int, capacity: ArrayLike) -> NDArray[
     total = int(total)
     if total < 0:
         raise ValueError(f"round size must be >= 0, got {total}")
-    if int(np.maximum(cap, 0).sum()) < total:
-        raise ValueError(
-            f"round of {total} rollouts does not fit the remaining capacity {int(cap.sum())}"
-        )
+    room = int(np.maximum(cap, 0).sum())
+    if room < total:
+        raise ValueError(f"round of {total} rollouts does not fit the remaining capacity {room}")
     counts = np.zeros(w.shape[0], dtype=np.int64)
     if total == 0:
         return counts

@@ -201,3 +201,23 @@ def test_old_module_paths_warn_and_are_the_new_modules() -> None:
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert len(out) >= 30
     assert all(same and warned for same, warned in out.values()), out
+
+
+def test_every_module_with_logic_has_its_own_test_file() -> None:
+    """``pkg/room/mod.py`` defining a function or class is tested in ``tests/pkg/room/test_mod.py``
+    (modules that only re-export, like kept old paths, are exempt)."""
+    import ast
+
+    missing = []
+    for package in ("adaroll_env", "agents", "trainers"):
+        for f in sorted((ROOT / package).rglob("*.py")):
+            if f.name == "__init__.py" or f.name.startswith("_"):
+                continue
+            tree = ast.parse(f.read_text())
+            defines = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            if not any(isinstance(n, defines) for n in tree.body):
+                continue
+            rel = f.relative_to(ROOT)
+            if not (ROOT / "tests" / rel.parent / f"test_{f.name}").is_file():
+                missing.append(str(rel))
+    assert missing == [], f"modules without a test file of their own: {missing}"

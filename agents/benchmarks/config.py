@@ -6,7 +6,6 @@ import dataclasses
 import importlib.util
 import itertools
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,18 +47,23 @@ MEAN_BINS = 10
 
 
 def _split(text: str) -> list[str]:
-    """Split a comma-separated list, keeping commas inside parentheses: "rlvr,beta(1,2)"."""
+    """Split a comma-separated list, keeping commas inside parentheses (at any depth):
+    "rlvr,beta(1,2)" gives ["rlvr", "beta(1,2)"]; empty items are dropped."""
     text = str(text)
-    depth = 0
-    for ch in text:
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
         depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth < 0 or depth > 1:
+        if depth < 0:
             break
+        if ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
     if depth != 0:
         raise ValueError(
             f"{text!r} has unbalanced parentheses: close each one, e.g. 'rlvr,beta(0.5, 2)'"
         )
-    return [t.strip() for t in re.split(r",(?![^(]*\))", text) if t.strip()]
+    items.append(text[start:])
+    return [t.strip() for t in items if t.strip()]
 
 
 @dataclass
@@ -177,7 +181,7 @@ class BenchConfig:
                 f"live_steps ({self.live_steps}) applies to --from-run only: give the run "
                 "directories with --from-run DIR, or drop --live-steps"
             )
-        if not self.allocator_list:
+        if not _split(self.allocators):
             raise ValueError("allocators is empty: give specs like 'uniform,random' or 'all'")
         self._allocator_kwargs = parse_allocator_kwargs_by_spec(
             self.allocator_list, self.allocator_kwargs

@@ -40,6 +40,7 @@ import numpy as np
 
 from adaroll_env.errors import unknown_name
 from adaroll_env.model import AllocationParams
+from adaroll_env.run_dirs import DONE_FILE, mark_done, set_aside
 from agents.sb3 import HYPERPARAMS
 from agents.sb3.allocator import (
     ALGOS,
@@ -298,7 +299,13 @@ def _resume_line(cfg: TrainConfig, model_path: Path, signum: int, steps: int) ->
 
 
 def _callbacks(
-    cfg: TrainConfig, run_dir: Path, eval_env: Any, n_envs: int, t0: float, stop: SignalStop
+    cfg: TrainConfig,
+    run_dir: Path,
+    eval_env: Any,
+    n_envs: int,
+    t0: float,
+    stop: SignalStop,
+    earlier: dict[str, Any] | None = None,
 ) -> Any:
     from stable_baselines3.common.callbacks import (
         BaseCallback,
@@ -336,9 +343,15 @@ def _callbacks(
         if cfg.algo == "maskable_ppo":
             from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
 
-            cbs.append(MaskableEvalCallback(eval_env, **kw))
+            evaluate: EvalCallback = MaskableEvalCallback(eval_env, **kw)
         else:
-            cbs.append(EvalCallback(eval_env, **kw))
+            evaluate = EvalCallback(eval_env, **kw)
+        if earlier:  # a resume: the curve and the best model continue the earlier ones
+            evaluate.evaluations_timesteps = [int(t) for t in earlier["timesteps"]]
+            evaluate.evaluations_results = [list(r) for r in earlier["results"]]
+            evaluate.evaluations_length = [list(n) for n in earlier["ep_lengths"]]
+            evaluate.best_mean_reward = max(float(np.mean(r)) for r in earlier["results"])
+        cbs.append(evaluate)
     if cfg.save_freq > 0:
         cbs.append(
             CheckpointCallback(
@@ -372,7 +385,13 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
 
     name = cfg.name or time.strftime(f"sb3-{cfg.algo}-%Y%m%d-%H%M%S")
     run_dir = Path(cfg.out) / name
+    if cfg.resume and not any(Path(x).is_file() for x in (cfg.resume, f"{cfg.resume}.zip")):
+        raise ValueError(
+            f"--resume {cfg.resume!r}: no such model zip; give the model.zip (or a checkpoint "
+            "zip) of the run to continue"
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
+    earlier = _prepare_run_dir(run_dir, resume=bool(cfg.resume))
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
     (run_dir / "hyperparams.json").write_text(
         json.dumps({k: str(v) for k, v in hp.items()}, indent=2) + "\n"
@@ -417,7 +436,7 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
     t0 = time.perf_counter()
     model.learn(
         total,
-        callback=_callbacks(cfg, run_dir, eval_env, n_envs, t0, stop),
+        callback=_callbacks(cfg, run_dir, eval_env, n_envs, t0, stop, earlier),
         tb_log_name=f"{cfg.algo}_{cfg.policy}",
         reset_num_timesteps=not cfg.resume,
         progress_bar=cfg.progress,
@@ -471,8 +490,54 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
         "python": platform.python_version(),
     }
     (run_dir / "result.json").write_text(json.dumps(summary, indent=2) + "\n")
+    mark_done(run_dir, {"timesteps": result.timesteps})  # last: the run is done once this exists
     print(
         f"trained {steps} steps in {seconds:.1f} s ({result.steps_per_second:.0f} steps/s); "
         f"model: {model_path}" + (f"; best: {result.best_path}" if result.best_path else "")
     )
     return result
+
+
+#: what a run of ``adaroll train-sb3`` writes: a fresh start sets these aside, never overwrites
+RESULT_FILES = (
+    "config.json",
+    "hyperparams.json",
+    "model.zip",
+    "best_model.zip",
+    "evaluations.npz",
+    "learning_curve.png",
+    "result.json",
+    "checkpoints",
+    "tb",
+)
+
+
+def _prepare_run_dir(run_dir: Path, *, resume: bool) -> dict[str, Any] | None:
+    """Make ``run_dir`` ready for this start; the earlier evaluations a resume continues.
+
+    A fresh start over an earlier run's files moves them into ``superseded/<time>/`` (said on
+    stdout). A resume continues the run in place: its ``DONE`` marker goes (done again when this
+    start finishes), the earlier config is kept as ``config-<k>.json`` and its evaluations
+    (``evaluations.npz``) are returned, so that the curve and the best model continue."""
+    if not resume:
+        kept = set_aside(run_dir, RESULT_FILES)
+        if kept is not None:
+            print(
+                f"adaroll train-sb3: {run_dir} held an earlier run: its files are kept in {kept} "
+                "(continue a run with --resume <its model.zip>)",
+                flush=True,
+            )
+        return None
+    (run_dir / DONE_FILE).unlink(missing_ok=True)
+    if (run_dir / "config.json").is_file():
+        k = 1
+        while (run_dir / f"config-{k}.json").exists():
+            k += 1
+        (run_dir / "config.json").replace(run_dir / f"config-{k}.json")
+    npz = run_dir / "evaluations.npz"
+    if not npz.is_file():
+        return None
+    data = np.load(npz)
+    return {
+        key: [np.asarray(x) for x in data[key]] for key in ("timesteps", "results", "ep_lengths")
+    }

@@ -95,6 +95,9 @@ def test_split_round_error_messages_name_the_numbers():
     with pytest.raises(ValueError) as info:
         split_round([1, 1], -1, [2, 2])
     assert str(info.value) == "round size must be >= 0, got -1"
+    with pytest.raises(ValueError) as info:  # a negative cap is no room, not less room
+        split_round([1, 1, 1], 4, [3, -5, 0])
+    assert str(info.value) == "round of 4 rollouts does not fit the remaining capacity 3"
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from adaroll_env.run_dirs import DONE_FILE, mark_done, read_done_marker, set_aside
 from trainers.grpo import GRPOConfig
 from trainers.run import stopping
 from trainers.run.callbacks import (
@@ -135,58 +136,26 @@ def plot_curve(out: Path) -> Path | None:
 
 
 # --- done, set aside, where things are ---------------------------------------------------------
-#: the marker a run writes last, once it has trained all its steps (JSON: steps, stopped_by, time)
-DONE_FILE = "DONE"
-#: what a run writes besides its configs and checkpoints: set aside, never overwritten
+#: what a run of ``adaroll grpo`` writes besides its configs and checkpoints (set aside, never
+#: overwritten, by a fresh start)
 RESULT_FILES = ("metrics.jsonl", "eval.jsonl", "summary.json", "beliefs.json", "curve.png", "tb")
 
 
 def write_done(out: Path, summary: dict[str, Any]) -> None:
-    """Mark ``out`` done (atomically: a half-written marker never exists)."""
-    from datetime import datetime, timezone
-
-    record = {
-        "steps": summary["steps"],
-        "stopped_by": summary["stopped_by"],
-        "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-    }
-    tmp = out / f".{DONE_FILE}.tmp"
-    tmp.write_text(json.dumps(record) + "\n")
-    tmp.replace(out / DONE_FILE)
+    """Mark ``out`` done with the summary's steps and what stopped it."""
+    mark_done(out, {"steps": summary["steps"], "stopped_by": summary["stopped_by"]})
 
 
 def read_done(out: str | Path) -> dict[str, Any] | None:
-    """The done marker of a run directory, or None (not done, or not yet)."""
-    path = Path(out) / DONE_FILE
-    if not path.is_file():
-        return None
-    try:
-        record = json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return None
-    return record if isinstance(record, dict) and "steps" in record else None
+    """The done marker of a run directory (with its ``steps``), or None (not done, or not yet)."""
+    record = read_done_marker(out)
+    return record if record is not None and "steps" in record else None
 
 
 def set_aside_results(out: Path) -> Path | None:
-    """Move the results of an earlier run in ``out`` (``RESULT_FILES``) into
-    ``out/superseded/<time>/`` so that a fresh start never overwrites them; where they went, or
-    None when there were none."""
-    import shutil
-    from datetime import datetime, timezone
-
-    found = [out / name for name in RESULT_FILES if (out / name).exists()]
-    if not found:
-        return None
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    dest = out / "superseded" / stamp
-    k = 1
-    while dest.exists():
-        k += 1
-        dest = out / "superseded" / f"{stamp}-{k}"
-    dest.mkdir(parents=True)
-    for path in found:
-        shutil.move(str(path), str(dest / path.name))
-    return dest
+    """Move an earlier run's results (``RESULT_FILES``) into ``out/superseded/<time>/``; where
+    they went, or None when there were none."""
+    return set_aside(out, RESULT_FILES)
 
 
 def outputs_text(out: Path, *, done: bool, command: bool = True) -> str:

@@ -193,6 +193,16 @@ def test_split_keeps_commas_inside_parentheses():
     assert _split("a,,b") == ["a", "b"]
     with pytest.raises(ValueError, match="unbalanced parentheses"):
         _split("rlvr)")
+    # nested parentheses: a spec whose argument itself holds a call
+    assert _split("mymod:Alloc(u=snr(8), k=2),bamdp") == ["mymod:Alloc(u=snr(8), k=2)", "bamdp"]
+    with pytest.raises(ValueError, match="unbalanced parentheses"):
+        _split("a(b(c)")
+
+
+@pytest.mark.parametrize("allocators", ["", " , ,"])
+def test_no_allocators_is_refused_not_run_as_uniform(tmp_path, allocators):
+    with pytest.raises(ValueError, match="allocators is empty: give specs like"):
+        _cfg(tmp_path, allocators=allocators)
 
 
 def test_lists_of_the_config(tmp_path):

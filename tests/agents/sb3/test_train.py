@@ -86,6 +86,46 @@ def test_train_cli_writes_model_curve_and_resumes(tmp_path):
         main(bad)
 
 
+def _small(tmp_path, **kw):
+    base = dict(env=ROUNDS, env_kwargs=json.dumps(SMALL), total_timesteps=256, n_envs=2,
+                eval_freq=128, eval_episodes=3, save_freq=0, out=str(tmp_path), name="run",
+                progress=False, references=False, tensorboard=False)  # fmt: skip
+    return TrainConfig(**{**base, **kw})
+
+
+def test_a_finished_run_is_done_a_rerun_sets_it_aside_a_resume_continues(tmp_path, capsys):
+    run = tmp_path / "run"
+    first = main(_small(tmp_path))
+    done = json.loads((run / "DONE").read_text())
+    assert done["timesteps"] == first.timesteps and "finished" in done
+    before = np.load(run / "evaluations.npz")["timesteps"].tolist()
+    assert before == [128 * k for k in range(1, len(before) + 1)] and before
+    model_bytes = (run / "model.zip").read_bytes()
+    capsys.readouterr()
+
+    # the same command again: a fresh start; the first run's files are kept, not overwritten
+    main(_small(tmp_path))
+    out = capsys.readouterr().out
+    (kept,) = (run / "superseded").iterdir()
+    assert f"held an earlier run: its files are kept in {kept}" in out
+    assert (kept / "model.zip").read_bytes() == model_bytes
+    assert {"DONE", "result.json", "evaluations.npz", "config.json"} <= {
+        p.name for p in kept.iterdir()
+    }
+
+    # a resume continues in place: the evaluations go on, done again at the end
+    resumed = main(_small(tmp_path, resume=str(run / "model.zip"), total_timesteps=128))
+    after = np.load(run / "evaluations.npz")["timesteps"].tolist()
+    assert after[: len(before)] == before and len(after) == len(before) + 1
+    assert after[-1] == resumed.timesteps
+    assert json.loads((run / "DONE").read_text())["timesteps"] == resumed.timesteps
+    assert json.loads((run / "config-1.json").read_text())["resume"] == ""  # the first config
+    assert json.loads((run / "config.json").read_text())["resume"] == str(run / "model.zip")
+    assert len(list((run / "superseded").iterdir())) == 1  # a resume sets nothing aside
+    with pytest.raises(ValueError, match="no such model zip"):
+        main(_small(tmp_path, resume=str(tmp_path / "nothing.zip")))
+
+
 def test_train_config_rejects_bad_input():
     with pytest.raises(ValueError, match="JSON"):
         TrainConfig(env_kwargs="{num_questions: 4}")
@@ -135,6 +175,7 @@ def test_train_sb3_stops_on_a_signal_with_a_resumable_model(tmp_path, sig, statu
     assert "Traceback" not in err
     result = json.loads((run / "result.json").read_text())
     assert result["stopped_by"] == sig and result["timesteps"] > 0
+    assert not (run / "DONE").exists()  # stopped, not done
     assert read_meta(run / "model.zip")["params"]["num_questions"] == 4
     resumed = main(
         TrainConfig(

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from trainers.experiments.compete import CompeteConfig, main, rollouts_to_reach, tabulate
-from trainers.experiments.statistics import curve_auc
+from trainers.experiments.compete import CompeteConfig, main, tabulate
 from trainers.grpo import GRPOConfig
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -39,17 +38,6 @@ def write_entrants(path: Path, entrants: list[dict[str, Any]]) -> str:
     text = yaml.safe_dump(entrants) if path.suffix == ".yaml" else json.dumps(entrants)
     path.write_text(text)
     return str(path)
-
-
-def test_rollouts_to_reach_interpolates() -> None:
-    curve = [(0.0, 0.2), (100.0, 0.3), (200.0, 0.5)]
-    assert rollouts_to_reach(curve, 0.2) == 0.0
-    assert rollouts_to_reach(curve, 0.4) == pytest.approx(150.0)
-    assert rollouts_to_reach(curve, 0.6) is None
-    # touching the target and falling back does not count: the crossing that holds does
-    noisy = [(0.0, 0.2), (100.0, 0.45), (200.0, 0.3), (300.0, 0.5)]
-    assert rollouts_to_reach(noisy, 0.4) == pytest.approx(250.0)
-    assert rollouts_to_reach([(0.0, 0.2), (100.0, 0.5), (200.0, 0.3)], 0.4) is None
 
 
 def test_config_errors() -> None:
@@ -353,22 +341,6 @@ def step_metrics(
          "informative_frac": t / 100, "rounds": rounds, "step_seconds": s, "alloc_overhead": o}
         for i, (t, o, s) in enumerate(zip(trained, overhead, secs, strict=True))
     ]  # fmt: skip
-
-
-def test_curve_auc_is_the_mean_over_rollouts() -> None:
-    assert curve_auc([(0.0, 0.0), (100.0, 1.0), (300.0, 1.0)]) == pytest.approx(250 / 300)
-    assert curve_auc([(0.0, 0.5), (100.0, 0.5)]) == 0.5
-    assert curve_auc([(40.0, 0.3)]) == 0.3
-
-
-def test_runs_written_before_a_metric_existed_show_a_dash() -> None:
-    from trainers.experiments.statistics import mechanism
-
-    old = [{"metrics": [{"step": 0, "gradient_rollouts": 6, "informative_frac": 0.5,
-                         "step_seconds": 2.0, "alloc_overhead": 0.1}]}]  # fmt: skip
-    m = mechanism(old)
-    assert m["gradient_rollouts_per_step"] == 6.0 and m["alloc_overhead"] == 0.1
-    assert math.isnan(m["informative_prompts_per_step"]) and math.isnan(m["rounds_per_step"])
 
 
 def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ from trainers.experiments.sim_to_real import (
     run_from_runs,
     sim_setup,
 )
-from trainers.experiments.sim_to_real_report import rankings
 from trainers.run.run_files import read_run, runs_of
 
 CONFIG = {
@@ -293,27 +292,6 @@ def test_unfinished_competition_run_is_skipped_and_said(tmp_path):
     (comp / "runs" / "uniform" / "seed1" / "beliefs.json").unlink()
     _, runs, skipped = runs_of(comp)
     assert len(runs) == 1 and "seed1" in skipped[0] and "beliefs.json" in skipped[0]
-
-
-def test_rankings_hand_worked():
-    def entrant(name, pred, live):
-        fig = {k: {"mean": None, "ci95": None} for k in ("informative_prompts", "informative_frac")}
-        return {
-            "comparison": "c",
-            "entrant": name,
-            "predicted": {"gradient_rollouts": {"mean": pred, "ci95": None}, **fig},
-            "live": {"gradient_rollouts": {"mean": live, "ci95": None}, **fig},
-        }
-
-    # sim orders a > b > c, live a > c > b: one pair swapped; Spearman 1 - 6·2/(3·8) = 0.5
-    ranks = rankings([entrant("a", 3.0, 30.0), entrant("b", 2.0, 10.0), entrant("c", 1.0, 20.0)])
-    assert len(ranks) == 1
-    (r,) = ranks
-    assert r["same_order"] is False and r["discordant_pairs"] == 1
-    assert r["spearman"] == pytest.approx(0.5)
-    assert r["order_predicted"] == "a > b > c" and r["order_live"] == "a > c > b"
-    ranks = rankings([entrant("a", 2.0, 5.0), entrant("b", 1.0, 5.0)])  # a live tie agrees
-    assert ranks[0]["same_order"] is True and ranks[0]["order_live"] == "a = b"
 
 
 def test_unknown_allocator_is_said_in_its_row(tmp_path):

@@ -118,31 +118,3 @@ def test_the_script_exposes_the_same_options(tmp_path: Path) -> None:
     cfg = config_from_args(TrainerBenchConfig, args)
     assert cfg.grpo.batch_size == 3 and cfg.peer == "none" and cfg.grpo.threads == 0
     assert cfg.grpo.group_size == 8 and TrainerBenchConfig().grpo.threads == 1
-
-
-def test_rounds_benchmark_times_each_setting(model_dir: Path, tmp_path: Path) -> None:
-    from trainers.benchmarks.rounds import RESULTS_FILE as ROUNDS_FILE
-    from trainers.benchmarks.rounds import RoundsBenchConfig
-    from trainers.benchmarks.rounds import main as rounds_main
-
-    grpo = GRPOConfig(model=str(model_dir), task_size=500, batch_size=4, group_size=4,
-                      max_completion_length=4, threads=1, allocator="bamdp", utility="snr(8)",
-                      eval_every=0, tensorboard=False, progress=False, device="cpu")  # fmt: skip
-    cfg = RoundsBenchConfig(rounds="1,2,4,12+4", slices=2, steps_per_slice=1, warmup_steps=0,
-                            out=str(tmp_path), grpo=grpo)  # fmt: skip
-    result = rounds_main(cfg)
-    rows = {r["setting"]: r for r in result["rows"]}
-    assert list(rows) == ["uniform", "bamdp ×1", "bamdp ×2", "bamdp ×4", "bamdp 12+4"]
-    assert [rows[k]["rounds"] for k in rows] == [1, 1, 2, 4, 2]  # the schedule: 12, then 4
-    assert all(r["steps"] == 2 and r["step_seconds"] > 0 for r in rows.values())
-    assert rows["uniform"]["relative_step_time"] == 1.0
-    for r in rows.values():
-        assert 0 <= r["alloc_share"] < 1 and r["gradient_rollouts"] <= 16
-    saved = json.loads((tmp_path / ROUNDS_FILE).read_text())
-    assert saved["rows"] == result["rows"]
-    with pytest.raises(ValueError, match="distinct integers >= 1"):
-        RoundsBenchConfig(rounds="2,2")
-    with pytest.raises(ValueError, match="comma-separated integers"):
-        RoundsBenchConfig(rounds="two")
-    with pytest.raises(ValueError, match=r"round_schedule: .*hands out 17 rollouts"):
-        RoundsBenchConfig(rounds="1,12+5", grpo=grpo)

@@ -1,0 +1,96 @@
+"""The TRL-free parts of the TRL subclass (``trainers.trl.adapters``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from trainers.tasks import make_task
+from trainers.trl.adapters import (
+    check_allocation_arguments,
+    merge_generated,
+    prompt_key,
+    task_dataset,
+    task_reward,
+    unsupported,
+    zero_std_fraction,
+)
+
+
+def test_prompt_key_is_stable_63_bit_and_tells_prompts_apart() -> None:
+    chat = [{"role": "user", "content": "2+2?"}]
+    assert prompt_key(chat) == prompt_key([{"content": "2+2?", "role": "user"}])  # key order
+    assert prompt_key("2+2?") != prompt_key("2+3?") and prompt_key(chat) != prompt_key("2+2?")
+    assert 0 <= prompt_key("x") < 2**63
+    assert prompt_key("x") == 7354003295028623286  # the same key in every process and release
+
+
+def test_merge_generated_joins_rounds() -> None:
+    a = ([1, 2], None, {}, ["a"])
+    b = ([3], None, {}, ["b", "c"])
+    assert merge_generated([a, b]) == ([1, 2, 3], None, {}, ["a", "b", "c"])
+    with pytest.raises(RuntimeError, match="rollout_func only"):
+        merge_generated([([1], {"x": 1}), ([2], {})])
+    with pytest.raises(RuntimeError, match="cannot join"):
+        merge_generated([([1],), ((2,),)])
+    with pytest.raises(ValueError):  # rounds of different shapes are a bug, not data
+        merge_generated([([1], None), ([2],)])
+
+
+def test_zero_std_fraction_over_ragged_groups() -> None:
+    # two reward functions weighted 1 and 0.5; groups: q0 (3 varied), q1 (2 equal), q2 (1 alone)
+    rewards = torch.tensor([[1.0, 0.0], [0.0, 0.0], [1.0, 0.0], [1.0, 2.0], [0.0, 4.0], [0.0, 0.0]])
+    weights = torch.tensor([1.0, 0.5])
+    groups = [0, 0, 0, 1, 1, 2]
+    # totals: q0 = 1, 0, 1 (varied); q1 = 2, 2 (flat); q2 = 0 (a group of one is flat)
+    assert zero_std_fraction(rewards, weights, groups) == pytest.approx(3 / 6)
+    assert zero_std_fraction(rewards[:3], weights, groups[:3]) == 0.0
+
+
+class Mine:
+    """An allocator instance (the protocol's two methods)."""
+
+    def reset(self, params: object) -> None: ...
+
+    def allocate(self, obs: object, remaining: int) -> list[int]:
+        return []
+
+
+def test_allocation_arguments_are_checked_before_trl() -> None:
+    assert check_allocation_arguments("bamdp", None, 8, 0, None, {}) == (8, 0, None)
+    assert check_allocation_arguments("bamdp", {"horizon": 2}, None, 2, 16, {}) == (None, 2, 16)
+    with pytest.raises(ValueError, match="pilot"):
+        check_allocation_arguments("bamdp", None, None, -1, None, {})
+    with pytest.raises(ValueError, match="round_size"):
+        check_allocation_arguments("bamdp", None, 0, 0, None, {})
+    with pytest.raises(TypeError, match="allocator_kwargs must be a dict"):
+        check_allocation_arguments("bamdp", [1], None, 0, None, {})  # type: ignore[arg-type]
+    instance = Mine()
+    with pytest.raises(ValueError, match="build it with those arguments yourself"):
+        check_allocation_arguments(instance, {"x": 1}, None, 0, None, {})
+    assert check_allocation_arguments(instance, None, None, 0, None, {}) == (None, 0, None)
+    with pytest.raises(TypeError, match="lacks reset, allocate"):
+        check_allocation_arguments(object(), None, None, 0, None, {})
+    with pytest.raises(ValueError, match=r"TRL's rollout_func"):
+        check_allocation_arguments("bamdp", None, None, 0, None, {"rollout_func": print})
+    assert check_allocation_arguments("bamdp", None, None, 0, None, {"tools": []}) == (
+        None, 0, None,
+    )  # fmt: skip
+    assert "use trl.GRPOTrainer" in unsupported("tools")
+
+
+def test_task_dataset_and_reward_score_with_the_task() -> None:
+    task = make_task("arithmetic", seed=0, num_train=8, num_test=8)
+    ds = task_dataset(task, "test")
+    assert ds.column_names == ["prompt", "answer", "level", "example_id"]
+    assert ds["example_id"] == [e.id for e in task.test]
+    with pytest.raises(ValueError, match="split must be 'train' or 'test'"):
+        task_dataset(task, "validation")
+    reward = task_reward(task)
+    assert reward.__name__ == "arithmetic_reward"
+    rows = task.test[:2]
+    right, wrong = rows[0].answer, rows[1].answer + "9"
+    chat = [{"role": "assistant", "content": right}]
+    scores = reward([r.prompt for r in rows] * 2, [right, wrong, chat, wrong], [[1], [1], [1], [1]],
+                    example_id=[rows[0].id, rows[1].id, rows[0].id, rows[1].id])  # fmt: skip
+    assert scores == [1.0, 0.0, 1.0, 0.0]
