@@ -11,17 +11,6 @@ from trainers.benchmarks.rounds import RESULTS_FILE as ROUNDS_FILE
 from trainers.benchmarks.rounds import RoundsBenchConfig, _row, markdown_table
 from trainers.benchmarks.rounds import main as rounds_main
 from trainers.grpo import GRPOConfig
-from trainers.models.loading import build_tiny_model, build_tiny_tokenizer
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A randomly initialised tiny model saved as a local Hugging Face directory (no training)."""
-    out = tmp_path_factory.mktemp("tiny-random")
-    tokenizer = build_tiny_tokenizer()
-    build_tiny_model(seed=0, tokenizer=tokenizer).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
 
 
 def test_rounds_benchmark_times_each_setting(model_dir: Path, tmp_path: Path) -> None:

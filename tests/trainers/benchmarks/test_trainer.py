@@ -10,17 +10,6 @@ import pytest
 
 from trainers.benchmarks.trainer import RESULTS_FILE, TrainerBenchConfig, main
 from trainers.grpo import GRPOConfig
-from trainers.models.loading import build_tiny_model, build_tiny_tokenizer
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A randomly initialised tiny model saved as a local Hugging Face directory (no training)."""
-    out = tmp_path_factory.mktemp("tiny-random")
-    tokenizer = build_tiny_tokenizer()
-    build_tiny_model(seed=0, tokenizer=tokenizer).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
 
 
 def tiny_cfg(model_dir: Path, out: Path, **kw: Any) -> TrainerBenchConfig:
