@@ -443,6 +443,13 @@ def main(cfg: PretrainConfig) -> Path:
     from rich.console import Console
 
     if cfg.out is not None:
+        out = Path(cfg.out)
+        if out.is_dir():  # an earlier model there is kept, never overwritten
+            from adaroll_env.run_dirs import SUPERSEDED_DIR, set_aside
+
+            kept = set_aside(out, [p.name for p in out.iterdir() if p.name != SUPERSEDED_DIR])
+            if kept is not None:
+                print(f"adaroll pretrain-tiny: the earlier files of {out} are kept in {kept}")
         path = train_and_save(cfg)
         Console().print(f"saved to {path}")
         return path

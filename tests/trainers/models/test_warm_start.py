@@ -195,6 +195,15 @@ def test_pretrain_tiny_command_writes_a_loadable_model(tmp_path, capsys):
     model, _ = load_policy(str(out))
     init = build_tiny_model(PretrainConfig(**SMALL).model_config(), seed=3)
     assert not torch.equal(model.model.embed_tokens.weight, init.model.embed_tokens.weight)
+    # the same command again: the first model is kept in superseded/, not overwritten
+    weights = (out / "model.safetensors").read_bytes()
+    (out / "notes.txt").write_text("mine")
+    assert cli.main([*argv[:3], "--seed", "4", *argv[5:]]) == 0
+    (kept,) = (out / "superseded").iterdir()
+    assert f"the earlier files of {out} are kept in {kept}" in capsys.readouterr().out
+    assert (kept / "model.safetensors").read_bytes() == weights
+    assert (kept / "notes.txt").read_text() == "mine"
+    assert json.loads((out / TINY_METADATA_FILE).read_text())["config"]["seed"] == 4
 
 
 def test_pretrain_tiny_command_rejects_bad_options(capsys):
