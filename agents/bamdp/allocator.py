@@ -16,9 +16,17 @@ from adaroll_env.utilities import log_binomial
 from agents.bamdp.cache import get_table
 from agents.bamdp.exact import ExactSolution, estimate_states, solve_exact
 from agents.bamdp.index import GRID_SIZE, MAX_HORIZON, TableSpec
+from agents.bamdp.rounds import (
+    MAX_ROUNDS_HORIZON,
+    RoundsPlan,
+    decide_round,
+    plan_rounds,
+    round_sizes,
+)
 from agents.base import BaseAllocator, Beliefs, Obs
 
 PriorMode = Literal["tables", "interpolate"]
+RoundPolicy = Literal["relaxed", "index"]
 
 #: up to this many distinct priors in one episode get a table each; more are interpolated
 MAX_EXACT_PRIORS = 4
@@ -115,10 +123,20 @@ class BAMDPAllocator(BaseAllocator):
         prior_digits: int = 4,
         grid_per_decade: int = 8,
         cache_dir: str | os.PathLike | None = None,
+        round_policy: RoundPolicy = "relaxed",
+        rounds_horizon: int = MAX_ROUNDS_HORIZON,
     ) -> None:
         super().__init__()
         if prior_mode not in ("tables", "interpolate"):
             raise ValueError(f"prior_mode must be 'tables' or 'interpolate', got {prior_mode!r}")
+        if round_policy not in ("relaxed", "index"):
+            raise ValueError(
+                f"round_policy must be 'relaxed' (the rounds-aware relaxation) or 'index' (the "
+                f"R largest expected indices), got {round_policy!r}"
+            )
+        self.round_policy: RoundPolicy = round_policy
+        self.rounds_horizon = int(rounds_horizon)
+        self._plans: dict[AllocationParams, RoundsPlan] = {}
         self.max_states = int(max_states)
         self.max_round_states = int(max_round_states)
         self.exact = bool(exact)
@@ -278,6 +296,10 @@ class BAMDPAllocator(BaseAllocator):
             counts[self._next_question(obs)] = 1
             return counts
         b = self.beliefs(obs)
+        if self.round_policy == "relaxed" and b.round_size > 1:
+            relaxed = self._relaxed_round(b)
+            if relaxed is not None:
+                return relaxed
         t = self.tables_for_obs(b)
         B = b.rollouts.size
         counts = np.zeros(B, dtype=np.int64)
@@ -287,6 +309,39 @@ class BAMDPAllocator(BaseAllocator):
             counts[int(np.argmax(idx))] = 1
             return counts
         return self._round(b, t)
+
+    # --- the rounds-aware policy ----------------------------------------------------------
+    def plan(self, params: AllocationParams) -> RoundsPlan:
+        """The rounds plan of ``params`` (prices and continuation tables), built once."""
+        found = self._plans.get(params)
+        if found is None:
+            found = plan_rounds(params, max_horizon=self.rounds_horizon)
+            if len(self._plans) > 16:
+                self._plans.clear()
+            self._plans[params] = found
+        return found
+
+    def _relaxed_round(self, b: Beliefs) -> NDArray[np.int64] | None:
+        """The round's counts by the rounds-aware relaxation, or None where it does not apply
+        (more than ``MAX_EXACT_PRIORS`` distinct priors: the index rule decides)."""
+        p = self.params
+        pa, pb = self._param_priors
+        if not np.all(prior_matches(pa, pb, b.prior_alpha, b.prior_beta, b.successes, b.failures)):
+            ra, rb = self._round_priors(b.prior_alpha), self._round_priors(b.prior_beta)
+            p = p.replace(prior_alpha=tuple(ra.tolist()), prior_beta=tuple(rb.tolist()))
+            pa, pb = ra, rb
+        pairs = list(zip(pa.tolist(), pb.tolist(), strict=True))
+        distinct = sorted(set(pairs))
+        if len(distinct) > MAX_EXACT_PRIORS:
+            return None
+        plan = self.plan(p)
+        spent = int(b.rollouts.sum())
+        t = len(plan.rounds) - len(round_sizes(p, spent))
+        if not 0 <= t < len(plan.rounds) or plan.rounds[t] != b.round_size:
+            return None  # not on the schedule this plan was made for
+        where = {(sp.alpha, sp.beta): g for g, sp in enumerate(plan.specs)}
+        spec_of = np.array([where[pr] for pr in pairs], dtype=np.int64)
+        return decide_round(plan, spec_of, t, b.successes, b.failures, b.capacity, b.round_size)
 
     def act(self, obs: Obs) -> int | NDArray[np.float32]:
         """As ``BaseAllocator.act``, without building counts in sequential mode."""

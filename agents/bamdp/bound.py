@@ -51,8 +51,21 @@ def dual_value(params: AllocationParams, lam: float, *, max_horizon: int = MAX_H
 
 
 def upper_bound(params: AllocationParams, *, max_horizon: int = MAX_HORIZON) -> float:
-    """The certified bound min over λ of Σ_i V_i(λ) + λ·N' (see the module docstring)."""
+    """The certified bound min over λ of Σ_i V_i(λ) + λ·N' (see the module docstring): one
+    price for the whole budget, every question free to stop after any rollout."""
     return dual_minimum(params, max_horizon=max_horizon)[1]
+
+
+def certified_bound(params: AllocationParams) -> float:
+    """The tightest certified bound of ``params``: in rounds mode the smaller of the one-price
+    bound and the rounds-aware one (``agents.bamdp.rounds.rounds_bound``: a price per round,
+    each question's problem over the round grid), else the one-price bound."""
+    bound = upper_bound(params)
+    if params.unit_rounds:
+        return bound
+    from agents.bamdp.rounds import rounds_bound
+
+    return min(bound, rounds_bound(params)[1])
 
 
 def dual_minimum(

@@ -26,8 +26,9 @@ __all__ = ["bayes_bound", "mean_ci", "summarise"]
 
 def bayes_bound(cfg: BenchConfig, setting: Setting) -> float | None:
     """The certified bound of a Beta Bayes setting (true pass rates drawn from the belief
-    prior, a single Beta), or None in any other setting."""
-    from agents.bamdp.bound import upper_bound
+    prior, a single Beta; rounds-aware in the rounds env: ``certified_bound``), or None in any
+    other setting."""
+    from agents.bamdp.bound import certified_bound
 
     d = resolve_difficulty(setting.difficulty)
     if not isinstance(d, BetaMixture) or len(d.components) != 1:
@@ -39,7 +40,7 @@ def bayes_bound(cfg: BenchConfig, setting: Setting) -> float | None:
     pa, pb = prior_arrays(params)
     if not np.all(prior_matches(pa, pb, a, b)):
         return None
-    return upper_bound(params)
+    return certified_bound(params)
 
 
 def summarise(

@@ -95,7 +95,7 @@ def test_a_round_equals_the_top_r_of_full_width_rows():
             round_size=128,
             utility="snr(8)",
         )
-        alloc = agents.make_allocator("bamdp", env, exact=False)
+        alloc = agents.make_allocator("bamdp", env, exact=False, round_policy="index")
         obs, _ = env.reset(seed=seed, options={"prior_alpha": tuple(a), "prior_beta": tuple(b)})
         counts = alloc.allocate(obs)
         beliefs = alloc.beliefs(obs)

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from adaroll_env.stats import mean_ci
-from agents.bamdp.bound import upper_bound
+from agents.bamdp.bound import certified_bound, upper_bound
 from agents.benchmarks.config import BenchConfig, Setting, env_kwargs, make_env, settings
 from agents.benchmarks.statistics import bayes_bound, summarise
 
@@ -105,8 +105,10 @@ def test_bayes_bound_only_in_a_single_beta_matched_setting(tmp_path):
     cfg = _cfg(tmp_path, difficulties="beta(0.5,0.5)")
     setting = Setting("rounds", "beta(0.5,0.5)", "hit", 4)
     env = make_env("rounds", env_kwargs(cfg, setting))
-    want = upper_bound(env.unwrapped.params)
+    params = env.unwrapped.params
+    want = certified_bound(params)  # rounds-aware in the rounds env: tighter than one price
     assert bayes_bound(cfg, setting) == pytest.approx(want, abs=1e-12)
+    assert want < upper_bound(params) - 1e-3
     assert bayes_bound(cfg, Setting("rounds", "rlvr", "hit", 4)) is None  # a mixture
     other = _cfg(tmp_path, difficulties="beta(0.5,0.5)", belief="1,1")
     assert bayes_bound(other, setting) is None  # the belief is not the truth's prior
