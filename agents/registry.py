@@ -48,9 +48,50 @@ def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
+#: the environment variable giving plug-ins short names: ``name=module:Class`` pairs, comma- or
+#: whitespace-separated (e.g. ``ADAROLL_ALLOCATORS="mine=mymod:Mine,hot=pkg.alloc:Hot"``)
+ALIASES_ENV = "ADAROLL_ALLOCATORS"
+
+
+def env_aliases() -> dict[str, str]:
+    """The short names ``ADAROLL_ALLOCATORS`` maps to ``module:Class`` specs (checked: each
+    item ``name=module:Class``, the name not a registered one)."""
+    text = os.environ.get(ALIASES_ENV, "").strip()
+    out: dict[str, str] = {}
+    for item in text.replace(",", " ").split():
+        name, sep, target = item.partition("=")
+        name, target = name.strip(), target.strip()
+        if not sep or not name or ":" not in target or ":" in name:
+            raise ValueError(
+                f"{ALIASES_ENV} item {item!r} must be name=module:Class (e.g. "
+                f"{ALIASES_ENV}='mine=mymod:Mine'), comma-separated"
+            )
+        if name in _REGISTRY:
+            raise ValueError(
+                f"{ALIASES_ENV} names {name!r}, which is a registered allocator: choose another "
+                "name for 'module:Class' " + repr(target)
+            )
+        out[name] = target
+    return out
+
+
 def list_allocators() -> list[str]:
-    """Registered names plus those of the ``adaroll.allocators`` entry-point group."""
-    return sorted(set(_REGISTRY) | set(_entry_points()))
+    """Registered names plus those of the ``adaroll.allocators`` entry-point group and of
+    ``ADAROLL_ALLOCATORS``."""
+    return sorted(set(_REGISTRY) | set(_entry_points()) | set(env_aliases()))
+
+
+def display_name(spec: str) -> str:
+    """The name tables show for ``spec``: a ``module:Class`` plug-in's own ``name`` attribute
+    when it sets one, else the spec."""
+    spec = spec.strip()
+    if ":" not in spec or spec.startswith("sb3:"):
+        return spec
+    try:
+        name = getattr(_factory(spec), "name", None)
+    except (ValueError, ImportError):
+        return spec
+    return name if isinstance(name, str) and name.strip() and name != "base" else spec
 
 
 def known_allocators() -> list[str]:
@@ -82,6 +123,10 @@ def _factory(spec: str) -> Callable[..., Any]:
     if ":" in spec:
         _add_working_directory()
         return import_object(spec, "allocator")  # type: ignore[no-any-return]
+    aliases = env_aliases()
+    if spec in aliases:
+        _add_working_directory()
+        return import_object(aliases[spec], "allocator")  # type: ignore[no-any-return]
     eps = _entry_points()
     if spec in eps:
         return eps[spec].load()  # type: ignore[no-any-return]

@@ -125,6 +125,13 @@ class BenchConfig:
         default=50_000, metadata={"help": "largest outcome tree (states) to evaluate exactly"}
     )
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    wide: bool = field(
+        default=False,
+        metadata={
+            "help": "print every column even past the terminal's width (otherwise columns that "
+            "do not fit are left out of the printed tables; table.md has them all)"
+        },
+    )
     allocator_kwargs: str = field(
         default="",
         metadata={

@@ -244,7 +244,7 @@ def main(cfg: BenchConfig) -> BenchResult:
         )
     console = Console() if Console().is_terminal else Console(width=120)
     result = run_benchmark(cfg)
-    for table in format_tables(result.rows, cfg):
+    for table in format_tables(result.rows, cfg, width=console.width, wide=cfg.wide):
         console.print(table)
     if result.run_dir is not None:
         console.print(f"run directory: {result.run_dir}")

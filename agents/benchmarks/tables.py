@@ -12,9 +12,11 @@ MECHANISM_DIGITS = {"gradient_rollouts": 1, "informative_prompts": 2, "informati
 
 
 def _cells(r: dict[str, Any], with_exact: bool, with_gap: bool = False) -> list[str]:
+    from agents.registry import display_name
+
     is_base = r["allocator"] == "uniform"
     cells = [
-        r["allocator"] + (" (ref)" if r["reference_only"] else ""),
+        display_name(r["allocator"]) + (" (ref)" if r["reference_only"] else ""),
         f"{r['mean_utility']:.3f} ± {r['ci95']:.3f}",
         "—" if is_base else f"{r['gain']:+.3f} ± {r['gain_ci95']:.3f}",
         "—" if is_base else f"{r['gain_pct']:+.1f}%",
@@ -43,12 +45,31 @@ _HEADERS = [
 ]
 
 
-def format_tables(rows: list[dict[str, Any]], cfg: BenchConfig) -> list[Any]:
-    """One rich Table per setting: mean utility with CI, paired gain over uniform, the mechanism
-    figures with CIs, cost, and the exact outcome-tree value where it was computed."""
+#: the columns a narrow terminal keeps (by header): the rest are dropped right to left
+_ESSENTIAL = ("allocator", "mean utility ± 95% CI", "gain vs uniform ± 95% CI",
+              "gap to bound ± CI")  # fmt: skip
+
+
+def _width(head: str, cells: list[str]) -> int:
+    """Columns a column takes: its widest cell or header word, with padding and border."""
+    words = max(len(w) for w in head.split())
+    return max([words, *(len(c) for c in cells)]) + 3  # padding and border
+
+
+def format_tables(
+    rows: list[dict[str, Any]], cfg: BenchConfig, *, width: int | None = None, wide: bool = False
+) -> list[Any]:
+    """One rich Table per setting, each after a line naming its setting and followed by one
+    naming the columns left out, if any: mean utility with CI, paired gain over uniform, the
+    mechanism figures with CIs, cost, and the exact outcome-tree value where it was computed.
+
+    Within ``width`` terminal columns (unless ``wide``) numbers never wrap: the columns that do
+    not fit are left out, from the right, keeping the allocator, utility, gains and gap to the
+    bound, and a caption names them (``table.md`` in the run directory has every column); names
+    are shown whole, wrapped onto a second line only if even they do not fit."""
     from rich.table import Table
 
-    tables = []
+    tables: list[Any] = []
     for key in dict.fromkeys(r["setting"] for r in rows):
         sub = [r for r in rows if r["setting"] == key]
         with_exact = any(r["exact_value"] is not None for r in sub)
@@ -60,17 +81,48 @@ def format_tables(rows: list[dict[str, Any]], cfg: BenchConfig) -> list[Any]:
             about += f", R={sub[0]['round_size']}"
         if with_gap:
             about += f"; certified bound {sub[0]['bound']:.3f}"
-        table = Table(title=f"{key}  ({about})", title_justify="left")
         heads = [
             *_HEADERS,
             *(["exact value"] if with_exact else []),
             *(["gap to bound ± CI"] if with_gap else []),
         ]
-        for i, head in enumerate(heads):
-            table.add_column(head, justify="left" if i == 0 else "right")
-        for r in sub:
-            table.add_row(*_cells(r, with_exact, with_gap))
+        body = [_cells(r, with_exact, with_gap) for r in sub]
+        cols = [[b[i] for b in body] for i in range(len(heads))]
+        keep = list(range(len(heads)))
+        if not wide and width is not None:
+            need = 1 + sum(_width(h, c) for h, c in zip(heads, cols, strict=True))
+            for i in reversed(range(len(heads))):
+                if need <= width:
+                    break
+                if heads[i] not in _ESSENTIAL:
+                    keep.remove(i)
+                    need -= _width(heads[i], cols[i])
+        else:
+            need = 0
+        dropped = [heads[i] for i in range(len(heads)) if i not in keep]
+        excess = max(0, need - width) if width is not None and not wide else 0
+        caption = (
+            f"not shown (narrow terminal): {', '.join(dropped)}; every column: table.md in the "
+            "run directory, or --wide"
+            if dropped
+            else None
+        )
+        from rich.text import Text
+
+        tables.append(Text(f"{key}  ({about})", style="italic"))  # a title would widen it
+        table = Table()
+        for i in keep:  # a column is as wide as its widest cell: headers wrap, cells do not
+            w = _width(heads[i], cols[i]) - 3
+            if i == 0:  # names fold only when even the kept columns do not fit
+                table.add_column(heads[i], justify="left", overflow="fold",
+                                 width=max(8, w - excess))  # fmt: skip
+            else:
+                table.add_column(heads[i], justify="right", width=w)
+        for b in body:
+            table.add_row(*(b[i] for i in keep))
         tables.append(table)
+        if caption is not None:  # printed below the table: a caption would widen it
+            tables.append(Text(caption))
     return tables
 
 

@@ -188,3 +188,26 @@ def test_module_class_spec_from_the_working_directory(env, tmp_path, monkeypatch
     finally:
         for name in ("adaroll_cwd_pkg", "adaroll_cwd_pkg.mod"):
             sys.modules.pop(name, None)
+
+
+def test_a_short_name_from_the_environment_builds_the_plugin(monkeypatch):
+    import agents
+    from agents.registry import ALIASES_ENV, display_name, env_aliases, list_allocators
+
+    monkeypatch.setenv(
+        ALIASES_ENV, "hot=agents.baselines:UniformAllocator, cold=agents.baselines:RandomAllocator"
+    )
+    assert env_aliases() == {"hot": "agents.baselines:UniformAllocator",
+                             "cold": "agents.baselines:RandomAllocator"}  # fmt: skip
+    assert {"hot", "cold"} <= set(list_allocators())
+    from adaroll_env import AllocationParams
+
+    alloc = agents.make_allocator("hot", AllocationParams(num_questions=4, budget=16))
+    assert type(alloc).__name__ == "UniformAllocator"
+    assert display_name("agents.baselines:RandomAllocator") == "random"  # its own name
+    monkeypatch.setenv(ALIASES_ENV, "uniform=agents.baselines:RandomAllocator")
+    with pytest.raises(ValueError, match="is a registered allocator"):
+        env_aliases()
+    monkeypatch.setenv(ALIASES_ENV, "oops")
+    with pytest.raises(ValueError, match="must be name=module:Class"):
+        env_aliases()

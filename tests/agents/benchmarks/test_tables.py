@@ -89,8 +89,9 @@ def test_format_tables_one_per_setting():
              gap_pct=10.0, gap_ci_pct=1.0),
         _row("random", setting="rounds/rlvr/hit/G=4/rounds=3", rounds=3, round_size=3),
     ]  # fmt: skip
-    tables = format_tables(rows, cfg)
-    assert [t.title for t in tables] == [
+    printed = format_tables(rows, cfg)  # a title line, then its table (no width: all columns)
+    titles, tables = printed[0::2], printed[1::2]
+    assert [t.plain for t in titles] == [
         "rounds/rlvr/hit/G=4  (B=2, 10 paired episodes, seed 4)",
         "rounds/rlvr/hit/G=4/rounds=6+2  (B=2, 10 paired episodes, seed 4, rounds 6+2; certified "
         "bound 1.500)",
@@ -101,3 +102,54 @@ def test_format_tables_one_per_setting():
     first = _render(tables[0])
     assert "random" in first and "+0.100 ± 0.050" in first and "+8.8%" in first
     assert "10.00% ± 1.00%" in _render(tables[1])
+
+
+def _printed(tables, width):
+    buf = io.StringIO()
+    console = Console(file=buf, width=width)
+    for t in tables:
+        console.print(t)
+    return buf.getvalue()
+
+
+def test_an_80_column_terminal_keeps_names_whole_and_numbers_on_one_line(tmp_path):
+    cfg = BenchConfig(out=str(tmp_path), allocators="uniform")
+    names = ["uniform", "knowledge_gradient", "sb3:pretrained"]
+    rows = [_row(n, bound=14.0, gap_pct=1.25, gap_ci_pct=0.5) for n in names]
+    text = _printed(format_tables(rows, cfg, width=80), 80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert sum(line.endswith("┘") for line in text.splitlines()) == 1  # the whole table fits
+    for name in names:  # whole, on one line
+        assert any(name in line for line in text.splitlines()), name
+    for number in ("1.235 ± 0.042", "+0.100 ± 0.050", "1.25% ± 0.50%"):
+        assert sum(number in line for line in text.splitlines()) == len(names) or (
+            number.startswith("+") and sum(number in ln for ln in text.splitlines()) == 2
+        ), number
+    assert "not shown (narrow terminal): " in text and "episodes/s" in text.split("not shown")[1]
+    assert "--wide" in text
+    wide = _printed(format_tables(rows, cfg, width=80, wide=True), 250)
+    assert "not shown" not in wide and "1234" in wide
+    roomy = _printed(format_tables(rows, cfg, width=250), 250)
+    assert "not shown" not in roomy
+
+
+def test_a_plugin_is_shown_by_its_own_name(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from agents import BaseAllocator
+
+    mod = types.ModuleType("adaroll_test_plugin")
+
+    class Hot(BaseAllocator):
+        name = "hot"
+
+        def allocate(self, obs):  # pragma: no cover - only its name is read
+            raise AssertionError
+
+    mod.Hot = Hot
+    monkeypatch.setitem(sys.modules, "adaroll_test_plugin", mod)
+    cfg = BenchConfig(out=str(tmp_path), allocators="uniform")
+    text = _printed(format_tables([_row("adaroll_test_plugin:Hot")], cfg, width=200), 200)
+    assert "│ hot " in text and "adaroll_test_plugin" not in text
+    assert "| hot |" in markdown_table([_row("adaroll_test_plugin:Hot")])
