@@ -44,7 +44,8 @@ from numpy.typing import NDArray
 
 from adaroll_env.model import AllocationParams, posterior_mean, prior_arrays, round_size_at
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
-from agents.bamdp import _jit
+from agents.bamdp._jit import AVAILABLE as JIT_AVAILABLE
+from agents.bamdp._jit import numba as _numba
 from agents.bamdp.index import utility_range
 
 __all__ = [
@@ -381,6 +382,7 @@ def minimise_dual(
     x0 = xs[k]
     step = np.maximum(0.1 * np.abs(x0), 1e-3 * width)
     simplex = np.vstack([x0, x0 + np.diag(step)])
+
     def g(x: NDArray[np.float64]) -> float:
         f(np.clip(np.asarray(x, dtype=np.float64), lo, hi))
         return vs[-1]
@@ -612,7 +614,7 @@ def decide_round(
 
 # --- compiled where numba is installed --------------------------------------------------------
 def _compiled(fn: Any, fallback: Any) -> Any:
-    return _jit.numba.njit(cache=True)(fn) if _jit.AVAILABLE else fallback
+    return _numba.njit(cache=True)(fn) if JIT_AVAILABLE else fallback
 
 
 _backward_kernel: Any = _compiled(_backward_py, _backward_np)
