@@ -617,3 +617,20 @@ def test_step_round_plan_is_the_shared_rule():
     ) == (336, (336, 112))
     with pytest.raises(ValueError, match="give one of the three"):
         am.step_round_plan(512, 64, adaptive=True, rounds=2, round_schedule="384,128")
+
+
+def test_question_utility_is_the_utilitys_own_value_and_follows_re_registration():
+    from adaroll_env import model
+    from adaroll_env.utilities import register_utility
+
+    params = model.AllocationParams(num_questions=3, budget=12, utility="snr(8)")
+    state = model.make_state(params, [2, 0, 1], [3, 0, 0])
+    for q in range(3):
+        assert (
+            model.question_utility(params, state, q) == model.question_utilities(params, state)[q]
+        )
+    register_utility("adaroll_test_u", lambda s, f: np.asarray(s, dtype=np.float64), overwrite=True)
+    p2 = params.replace(utility="adaroll_test_u")
+    assert model.question_utility(p2, state, 0) == 2.0
+    register_utility("adaroll_test_u", lambda s, f: 10.0 + np.asarray(f), overwrite=True)
+    assert model.question_utility(p2, state, 0) == 13.0  # the new function, not a stale value
