@@ -493,8 +493,11 @@ def round_values(
     )  # fmt: skip
 
 
-def _choose_py(values: NDArray[np.float64], mu: float, out: NDArray[np.int64]) -> int:
-    """Each question's argmax of values[i, m] − μ·m (the largest m on ties) into ``out``; Σ."""
+def _choose_py(
+    values: NDArray[np.float64], weight: NDArray[np.int64], mu: float, out: NDArray[np.int64]
+) -> int:
+    """Each row's argmax of values[i, m] − μ·m (the largest m on ties) into ``out``; Σ of the
+    choices, row i counted ``weight[i]`` times (rows are distinct question states)."""
     Q, M1 = values.shape
     total = 0
     for i in range(Q):
@@ -507,61 +510,75 @@ def _choose_py(values: NDArray[np.float64], mu: float, out: NDArray[np.int64]) -
             if x >= best:
                 best, arg = x, m
         out[i] = arg
-        total += arg
+        total += arg * weight[i]
     return total
 
 
-def _split_price_py(values: NDArray[np.float64], R: int) -> NDArray[np.int64]:
+def _split_price_py(
+    values: NDArray[np.float64], weight: NDArray[np.int64], rows: NDArray[np.int64], R: int
+) -> NDArray[np.int64]:
     """Σ = R by a price on rollouts: bisection on μ for the per-question argmax of
     values[i, m] − μ·m (largest m on ties), then, from the counts at the price just above the
     one where Σ reaches R, the questions whose choice jumps at that price move to their larger
     choice by the best value per rollout, and any rollouts left go one at a time to the best
-    marginal value."""
-    Q, M1 = values.shape
+    marginal value.
+
+    ``values`` holds one row per distinct question state, ``weight`` how many questions share
+    it and ``rows[q]`` question q's row: questions in one state choose alike under a price, so
+    the bisection runs over the distinct rows only (the result is the same as over all rows)."""
+    U, M1 = values.shape
+    Q = rows.shape[0]
     lo, hi = -1.0, 1.0
-    for i in range(Q):
+    for i in range(U):
         for m in range(1, M1):
             if values[i, m] > -np.inf:
                 d = (values[i, m] - values[i, 0]) / m
                 lo = min(lo, d - 1.0)
                 hi = max(hi, d + 1.0)
-    counts = np.zeros(Q, dtype=np.int64)
-    high = np.zeros(Q, dtype=np.int64)
+    at_hi = np.zeros(U, dtype=np.int64)
+    at_lo = np.zeros(U, dtype=np.int64)
 
     for _ in range(60):  # Σ is non-increasing in μ: keep Σ(hi) <= R <= Σ(lo)
         mid = 0.5 * (lo + hi)
-        if _choose(values, mid, counts) > R:
+        if _choose(values, weight, mid, at_hi) > R:
             lo = mid
         else:
             hi = mid
-    total = _choose(values, hi, counts)
-    _choose(values, lo, high)
+    total = _choose(values, weight, hi, at_hi)
+    _choose(values, weight, lo, at_lo)
+    counts = np.zeros(Q, dtype=np.int64)
+    high = np.zeros(Q, dtype=np.int64)
+    for q in range(Q):
+        counts[q] = at_hi[rows[q]]
+        high[q] = at_lo[rows[q]]
     left = R - total
     # questions whose choice jumps between hi and lo, by value gained per rollout
     while left > 0:
-        best_i, best_r = -1, -np.inf
-        for i in range(Q):
-            step = high[i] - counts[i]
+        best_q, best_r = -1, -np.inf
+        for q in range(Q):
+            step = high[q] - counts[q]
             if step <= 0 or step > left:
                 continue
-            r = (values[i, high[i]] - values[i, counts[i]]) / step
+            i = rows[q]
+            r = (values[i, high[q]] - values[i, counts[q]]) / step
             if r > best_r:
-                best_i, best_r = i, r
-        if best_i < 0:
+                best_q, best_r = q, r
+        if best_q < 0:
             break
-        left -= high[best_i] - counts[best_i]
-        counts[best_i] = high[best_i]
+        left -= high[best_q] - counts[best_q]
+        counts[best_q] = high[best_q]
     while left > 0:  # the rest one at a time, by marginal value
-        best_i, best_g = -1, -np.inf
-        for i in range(Q):
-            m = counts[i]
+        best_q, best_g = -1, -np.inf
+        for q in range(Q):
+            m = counts[q]
+            i = rows[q]
             if m + 1 < M1 and values[i, m + 1] > -np.inf:
                 g = values[i, m + 1] - values[i, m]
                 if g > best_g:
-                    best_i, best_g = i, g
-        if best_i < 0:
+                    best_q, best_g = q, g
+        if best_q < 0:
             break  # no room left: the caller sees Σ < R
-        counts[best_i] += 1
+        counts[best_q] += 1
         left -= 1
     return counts
 
@@ -571,10 +588,18 @@ def split_round_exact(values: NDArray[np.float64], R: int) -> NDArray[np.int64]:
     return np.asarray(_split_kernel(np.ascontiguousarray(values), int(R)), dtype=np.int64)
 
 
-def split_round_price(values: NDArray[np.float64], R: int) -> NDArray[np.int64]:
+def split_round_price(
+    values: NDArray[np.float64], R: int, rows: NDArray[np.int64] | None = None
+) -> NDArray[np.int64]:
     """Σ = R by a price on rollouts with an integer repair (``_split_price_py``): for rounds too
-    large for the exact split."""
-    return np.asarray(_split_price_kernel(np.ascontiguousarray(values), int(R)), dtype=np.int64)
+    large for the exact split. ``rows[q]`` names question q's row of ``values`` where questions
+    share rows (default: a row per question)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if rows is None:
+        rows = np.arange(values.shape[0], dtype=np.int64)
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    weight = np.bincount(rows, minlength=values.shape[0]).astype(np.int64)
+    return np.asarray(_split_price_kernel(values, weight, rows, int(R)), dtype=np.int64)
 
 
 def decide_round(
@@ -597,19 +622,27 @@ def decide_round(
     if int(inside.sum()) >= R:
         top = inside
     M = int(top.max())
-    values = np.full((Q, M + 1), -np.inf)
+    # questions in the same state (spec, s, f, room) have the same values: one row per state
+    key = np.stack([spec_of, s, f, top]).astype(np.int64)
+    width = int(key.max(initial=0)) + 1
+    code = ((key[0] * width + key[1]) * width + key[2]) * width + key[3]
+    first, rows = np.unique(code, return_index=True, return_inverse=True)[1:]
+    rows = rows.reshape(-1).astype(np.int64)
+    values = np.full((first.size, M + 1), -np.inf)
+    u_spec = spec_of[first]
     for g, spec in enumerate(plan.specs):
-        rows = np.flatnonzero(spec_of == g)
-        if rows.size == 0:
+        sel = np.flatnonzero(u_spec == g)
+        if sel.size == 0:
             continue
         _, P, _ = _arrays(spec)
         W = plan.tables[g][t + 1]
-        values[rows] = round_values(W, P, float(plan.ub[t]), s[rows], f[rows], top[rows], M)
+        q = first[sel]
+        values[sel] = round_values(W, P, float(plan.ub[t]), s[q], f[q], top[q], M)
     if Q * (R + 1) * (M + 1) > EXACT_SPLIT_CELLS:
-        counts = split_round_price(values, R)
+        counts = split_round_price(values, R, rows)
         if int(counts.sum()) == R:
             return counts
-    return split_round_exact(values, R)
+    return split_round_exact(values[rows], R)
 
 
 # --- compiled where numba is installed --------------------------------------------------------

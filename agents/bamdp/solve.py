@@ -40,12 +40,24 @@ class SolveConfig:
         default="", metadata={"help": "table cache ('': $ADAROLL_CACHE_DIR or ~/.cache/adaroll)"}
     )
     out: str = field(default="runs/solve.png", metadata={"help": "PNG of the policy ('': none)"})
+    round_schedule: str = field(
+        default="",
+        metadata={
+            "help": "rounds of the batch's budget, as --round-schedule ('256,256', '0.75,0.25'):"
+            " also solve the rounds-aware relaxation, print its per-round prices and bound, and "
+            "draw the rollouts a question takes in each round (<out>-rounds.png)"
+        },
+    )
 
     def __post_init__(self) -> None:
         get_utility(self.utility)
         self.prior_pair()
         if self.max_group < 1:
             raise ValueError(f"max_group must be >= 1, got {self.max_group}")
+        if self.round_schedule:
+            from adaroll_env.schedules import parse_round_schedule
+
+            parse_round_schedule(self.round_schedule, self.num_questions * self.group_size)
         if self.num_questions * self.group_size > self.num_questions * self.max_group:
             raise ValueError(
                 f"group_size ({self.group_size}) exceeds max_group ({self.max_group}): "
@@ -175,5 +187,66 @@ def main(cfg: SolveConfig) -> dict[str, Any]:
             f"batch B={cfg.num_questions}, G={cfg.group_size}",
         )
         console.print(f"policy plot: {out}")
+    if cfg.round_schedule:
+        summary.update(_rounds(cfg, params, console, title=f"Beta({a:.3g}, {b:.3g}), {cfg.utility}"))
     summary["cache_dir"] = str(cache_dir(directory))
     return summary
+
+
+def _rounds(cfg: SolveConfig, params: AllocationParams, console: Any, title: str) -> dict[str, Any]:
+    """The rounds-aware relaxation of the batch: prices, bound, and the per-round choice plot."""
+    from adaroll_env.schedules import parse_round_schedule
+    from agents.bamdp.rounds import backward, plan_rounds
+
+    schedule = parse_round_schedule(cfg.round_schedule, params.total_budget)
+    rp = params.replace(mode="rounds", round_size=schedule[0], round_schedule=schedule)
+    t0 = time.perf_counter()
+    plan = plan_rounds(rp)
+    seconds = time.perf_counter() - t0
+    prices = ", ".join(f"{x:.5g}" for x in plan.prices)
+    console.print(
+        f"rounds {'+'.join(map(str, plan.rounds))}: prices λ = ({prices}); rounds-aware "
+        f"certified bound {plan.bound:.4f} ({plan.bound / cfg.num_questions:.4f} per question; "
+        f"solved in {seconds:.2f} s)"
+    )
+    out: dict[str, Any] = {"rounds": list(plan.rounds), "round_prices": plan.prices.tolist(),
+                           "rounds_bound": plan.bound}  # fmt: skip
+    if cfg.out:
+        _, choice = backward(plan.specs[0], plan.rounds, plan.prices)
+        path = Path(cfg.out).with_name(Path(cfg.out).stem + "-rounds.png")
+        plot_rounds(choice, plan.rounds, path, f"{title}; B={cfg.num_questions}, rounds "
+                    f"{'+'.join(map(str, plan.rounds))}")  # fmt: skip
+        console.print(f"round policy plot: {path}")
+        out["rounds_plot"] = str(path)
+    return out
+
+
+def plot_rounds(
+    choice: np.ndarray, rounds: tuple[int, ...], path: Path, title: str, top: int = 32
+) -> None:
+    """One panel per round (the first four): the rollouts the relaxed problem gives a question
+    at each (s, f) at the start of that round."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    T = min(len(rounds), 4)
+    H = min(choice.shape[1] - 1, top)
+    fig, axes = plt.subplots(1, T, figsize=(4.2 * T, 4.2), squeeze=False)
+    for t in range(T):
+        grid = np.full((H + 1, H + 1), np.nan)  # [s, f]
+        for n in range(H + 1):
+            for s in range(n + 1):
+                grid[s, n - s] = choice[t, n, s]
+        ax = axes[0, t]
+        im = ax.imshow(grid.T, origin="lower", cmap="viridis", aspect="equal")
+        ax.set_xlabel("successes s")
+        ax.set_ylabel("failures f")
+        ax.set_title(f"round {t + 1} ({rounds[t]} rollouts): rollouts taken")
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

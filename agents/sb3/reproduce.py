@@ -42,6 +42,9 @@ class ReproduceConfig:
 
     time_limit_s: float = field(default=600.0, metadata={"help": "wall-time limit of training"})
     seed: int = field(default=0, metadata={"help": "training seed"})
+    total_timesteps: int | None = field(
+        default=None, metadata={"help": "env steps (None: the hyperparameter file's n_timesteps)"}
+    )
     out: str = field(default="runs", metadata={"help": "folder of the training run"})
     name: str = field(default="pretrained-rounds-rlvr-b16", metadata={"help": "run name"})
     select_episodes: int = field(
@@ -75,6 +78,7 @@ def main(cfg: ReproduceConfig) -> Path:
             out=cfg.out,
             name=cfg.name,
             time_limit_s=cfg.time_limit_s,
+            total_timesteps=cfg.total_timesteps,
             progress=cfg.progress,
         )
     )

@@ -197,3 +197,46 @@ def test_the_allocator_spends_each_round_exactly_and_checks_its_option() -> None
     check_allocator(BAMDPAllocator(exact=False), env)
     with pytest.raises(ValueError, match="round_policy must be 'relaxed'"):
         BAMDPAllocator(round_policy="greedy")  # type: ignore[arg-type]
+
+
+def test_price_split_over_shared_rows_equals_the_split_over_every_row() -> None:
+    """Questions in one state share a row of values: the split over distinct rows with each
+    question's row named gives the very counts of the split over the expanded matrix."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        U, M = int(rng.integers(1, 6)), 8
+        distinct = rng.normal(size=(U, M + 1)).cumsum(axis=1)
+        distinct[:, 0] = 0.0
+        for i, top in enumerate(rng.integers(1, M + 1, size=U)):
+            distinct[i, top + 1 :] = -np.inf
+        rows = rng.integers(0, U, size=int(rng.integers(U, 40)))
+        rows[:U] = np.arange(U)  # every row used
+        total = int(rng.integers(1, 3 * rows.size))
+        shared = R.split_round_price(distinct, total, rows)
+        expanded = R.split_round_price(distinct[rows], total)
+        assert np.array_equal(shared, expanded)
+        assert shared.sum() <= total and np.all(distinct[rows, shared] > -np.inf)
+
+
+def test_a_round_decision_equals_the_split_of_every_questions_own_values() -> None:
+    """decide_round computes one row of values per distinct state: its counts must equal the
+    split of the values computed question by question (price split and exact split)."""
+    p = AllocationParams(num_questions=48, budget=384, mode="rounds", round_size=192,
+                         utility="snr(8)", prior_alpha=0.3, prior_beta=0.3)  # fmt: skip
+    plan = R.plan_rounds(p)
+    rng = np.random.default_rng(0)
+    s = rng.integers(0, 4, size=48)
+    f = rng.integers(0, 4, size=48)
+    cap = np.full(48, 64) - s - f
+    spec_of = np.zeros(48, dtype=np.int64)
+    _, P, _ = R._arrays(plan.specs[0])
+    top = np.minimum(cap, 192)
+    own = R.round_values(plan.tables[0][2], P, float(plan.ub[1]), s, f, top, int(top.max()))
+    old = R.EXACT_SPLIT_CELLS
+    try:
+        for cells, split in ((0, R.split_round_price), (old, R.split_round_exact)):
+            R.EXACT_SPLIT_CELLS = cells
+            got = R.decide_round(plan, spec_of, 1, s, f, cap, 192)
+            assert got.sum() == 192 and np.array_equal(got, split(own, 192))
+    finally:
+        R.EXACT_SPLIT_CELLS = old

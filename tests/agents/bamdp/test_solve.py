@@ -92,3 +92,18 @@ def test_main_writes_the_plot(tmp_path):
     main(cfg)
     img = matplotlib.image.imread(out)
     assert img.shape[:2] == (572, 1320) and np.ptp(img[..., :3]) > 0
+
+
+def test_main_solves_and_draws_the_rounds_policy(tmp_path, capsys):
+    out = tmp_path / "solve.png"
+    cfg = SolveConfig(prior="0.3,0.3", max_group=32, num_questions=16, group_size=8,
+                      out=str(out), round_schedule="64,64", cache_dir=str(tmp_path / "c"))  # fmt: skip
+    summary = main(cfg)
+    assert summary["rounds"] == [64, 64] and len(summary["round_prices"]) == 2
+    assert summary["rounds_bound"] <= summary["bound"] + 1e-9  # never looser than one price
+    printed = capsys.readouterr().out
+    assert "rounds 64+64: prices" in printed and "rounds-aware" in printed
+    img = matplotlib.image.imread(tmp_path / "solve-rounds.png")
+    assert img.shape[1] > img.shape[0] and np.ptp(img[..., :3]) > 0  # two panels side by side
+    with pytest.raises(ValueError, match="round schedule"):
+        SolveConfig(num_questions=4, group_size=8, round_schedule="20,20")
