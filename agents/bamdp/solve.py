@@ -188,7 +188,8 @@ def main(cfg: SolveConfig) -> dict[str, Any]:
         )
         console.print(f"policy plot: {out}")
     if cfg.round_schedule:
-        summary.update(_rounds(cfg, params, console, title=f"Beta({a:.3g}, {b:.3g}), {cfg.utility}"))
+        title = f"Beta({a:.3g}, {b:.3g}), {cfg.utility}"
+        summary.update(_rounds(cfg, params, console, title=title))
     summary["cache_dir"] = str(cache_dir(directory))
     return summary
 

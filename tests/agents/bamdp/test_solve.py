@@ -97,7 +97,8 @@ def test_main_writes_the_plot(tmp_path):
 def test_main_solves_and_draws_the_rounds_policy(tmp_path, capsys):
     out = tmp_path / "solve.png"
     cfg = SolveConfig(prior="0.3,0.3", max_group=32, num_questions=16, group_size=8,
-                      out=str(out), round_schedule="64,64", cache_dir=str(tmp_path / "c"))  # fmt: skip
+                      out=str(out), round_schedule="64,64",
+                      cache_dir=str(tmp_path / "c"))  # fmt: skip
     summary = main(cfg)
     assert summary["rounds"] == [64, 64] and len(summary["round_prices"]) == 2
     assert summary["rounds_bound"] <= summary["bound"] + 1e-9  # never looser than one price
