@@ -44,6 +44,12 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, str]] = {
         "main",
         "warm-start the tiny model on arithmetic (what the model name 'tiny' loads)",
     ),
+    "warm-start": (
+        "trainers.models.warm_start_task",
+        "WarmStartConfig",
+        "main",
+        "warm-start a model of any architecture (llama, qwen3, gpt_neox, gpt2) on any task",
+    ),
     "grpo": (
         "trainers.grpo",
         "GRPOConfig",

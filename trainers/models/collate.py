@@ -8,6 +8,8 @@
 - ``collate_prompt_completions``: the layout of a GRPO forward pass — prompts left-padded to the
   longest prompt ``P``, completions right after them, right-padded to ``T`` — with the targets and
   mask of the completion tokens (their logits are ``logits[:, P - 1 : P - 1 + T]``).
+- ``count_positions_over_tokens``: the same positions for a learned-position model (GPT-2) in
+  forward passes whose caller gives none (TRL's); ``load_policy`` installs it.
 """
 
 from __future__ import annotations
@@ -175,3 +177,45 @@ def collate_prompt_completions(
         completion_mask=c_mask.float(),  # [b, T]
         prompt_width=p_ids.shape[1],
     )
+
+
+def has_learned_positions(model: Any) -> bool:
+    """Whether ``model`` adds a learned table of absolute positions (GPT-2's ``wpe``), so that
+    its output depends on where a left-padded row starts (rotary families only see offsets)."""
+    base = getattr(model, "base_model", model)
+    return isinstance(getattr(base, "wpe", None), torch.nn.Embedding)
+
+
+def _fill_position_ids(
+    module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Forward pre-hook: ``position_ids`` from the attention mask when the caller gave none and
+    the pass covers the whole mask (no KV cache: generation passes its own positions)."""
+    mask = kwargs.get("attention_mask")
+    ids = kwargs.get("input_ids", args[0] if args else None)
+    if (
+        kwargs.get("position_ids") is None
+        and isinstance(mask, torch.Tensor)
+        and isinstance(ids, torch.Tensor)
+        and mask.dim() == 2
+        and ids.shape == mask.shape
+        and kwargs.get("past_key_values") is None
+    ):
+        kwargs = {**kwargs, "position_ids": position_ids(mask)}
+    return args, kwargs
+
+
+def count_positions_over_tokens(model: Any) -> bool:
+    """Make forward passes without ``position_ids`` count positions over real tokens, as
+    ``collate_prompt_completions`` and ``generate`` do, for a model with learned absolute
+    positions (``has_learned_positions``); a no-op for others. Returns whether a hook was added.
+
+    Why: callers that pass only ``input_ids`` and ``attention_mask`` (TRL's log-prob pass) give
+    a GPT-2 left-padded prompts positions counted from the padding, so the log-probs it trains on
+    differ from those of the completions it sampled. Idempotent.
+    """
+    if not has_learned_positions(model) or getattr(model, "_adaroll_positions", False):
+        return False
+    model.register_forward_pre_hook(_fill_position_ids, with_kwargs=True)
+    model._adaroll_positions = True
+    return True

@@ -29,6 +29,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from trainers.models.collate import count_positions_over_tokens
 from trainers.models.dropout import (
     DROPOUT_ATTRIBUTES,
     disable_dropout,
@@ -122,7 +123,9 @@ def load_policy(
         device: where to put the model (default: CPU).
 
     Dropout is switched off in the config and in every ``nn.Dropout``; the tokenizer pads on the
-    left and has a pad token (its eos token when it had none).
+    left and has a pad token (its eos token when it had none). A model with learned absolute
+    positions (GPT-2) counts them over real tokens in every forward pass that gives none
+    (``trainers.models.collate.count_positions_over_tokens``), so left padding changes nothing.
     """
     directory = resolve_model_dir(path_or_name)
     config = AutoConfig.from_pretrained(directory, local_files_only=True)
@@ -135,6 +138,7 @@ def load_policy(
         dtype=dtype if dtype is not None else "auto",
     )
     disable_dropout(model)
+    count_positions_over_tokens(model)  # GPT-2: left padding never shifts its positions
     if device is not None:
         cast(Any, model).to(device)
     tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)

@@ -13,12 +13,14 @@ Its warm start and cache are ``trainers.models.warm_start``; loading any policy 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import (
     LlamaConfig,
     LlamaForCausalLM,
+    PreTrainedModel,
     PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
 )
@@ -35,9 +37,13 @@ TINY_RECIPE_VERSION = 2
 #: the file written last into a tiny model directory; its presence marks a complete build
 TINY_METADATA_FILE = "adaroll_tiny.json"
 
+M = TypeVar("M", bound=PreTrainedModel)
 
-def build_tiny_tokenizer() -> PreTrainedTokenizerFast:
+
+def build_tiny_tokenizer(model_max_length: int | None = None) -> PreTrainedTokenizerFast:
     """A character-level fast tokenizer: one id per character, ``<s>`` prepended, no ``</s>``.
+
+    ``model_max_length`` is the context of the model it serves (default: the tiny model's, 64).
 
     >>> tok = build_tiny_tokenizer()
     >>> tok.convert_ids_to_tokens(tok("37+5=").input_ids)
@@ -63,7 +69,7 @@ def build_tiny_tokenizer() -> PreTrainedTokenizerFast:
         unk_token=unk,
         padding_side="left",
         clean_up_tokenization_spaces=False,
-        model_max_length=TinyConfig.max_position_embeddings,
+        model_max_length=model_max_length or TinyConfig.max_position_embeddings,
     )
 
 
@@ -128,11 +134,19 @@ def build_tiny_model(
     cfg = cfg or TinyConfig()
     tokenizer = tokenizer if tokenizer is not None else build_tiny_tokenizer()
     config = cfg.to_llama_config(tokenizer)
+    model = seeded_model(LlamaForCausalLM, config, seed, pad_token_id=tokenizer.pad_token_id)
+    return model
+
+
+def seeded_model(cls: type[M], config: Any, seed: int, *, pad_token_id: int | None) -> M:
+    """``cls(config)`` initialised from ``seed`` (the caller's random state is left alone), in
+    float32, generating with ``pad_token_id``: every architecture is built this way
+    (``trainers.models.architectures.build_model``)."""
     state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:
-        model = LlamaForCausalLM(config)
+        model = cls(config)
     finally:
         torch.random.set_rng_state(state)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.pad_token_id = pad_token_id
     return model.float()

@@ -1,5 +1,10 @@
 """``adaroll pretrain-tiny``: the supervised warm start of the ``tiny`` model on ``arithmetic``.
 
+It is the arithmetic-Llama case of ``adaroll warm-start`` (``trainers.models.warm_start_task``:
+the same data encoding, training loop, checkpoints, stops and report), with its own defaults,
+its own config (``PretrainConfig``) and its own cache: ``load_policy("tiny")`` reads
+``tiny-<digest>`` of the default config, a digest that has not changed since recipe version 2.
+
 Teacher-forced next-token training on ``<s> prompt answer </s>`` with the loss on the answer
 tokens and ``</s>`` only, AdamW with linear warm-up and cosine decay. The run stops early on
 purpose: GRPO needs a policy that is *almost able*, with per-prompt pass rates spread over
@@ -15,8 +20,9 @@ width 128) takes about a minute on one CPU core and, over seeds 0-2, leaves held
 pass@1 near 0.28, pass@8 near 0.5 and 35-45 % of prompts with a pass rate strictly inside (0, 1).
 A higher learning rate (3e-3) learns multi-digit addition far more slowly at this budget.
 
-The directory written holds the model and tokenizer (``save_pretrained``) and
-``adaroll_tiny.json``: the config that ran, the loss curve summary and the report.
+The directory written holds the model and tokenizer (``save_pretrained``), the model card
+``adaroll_model.json`` of every warm start and, last, ``adaroll_tiny.json``: the config that ran,
+the loss curve summary and the report.
 """
 
 from __future__ import annotations
@@ -24,10 +30,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,19 +41,36 @@ import numpy as np
 import torch
 
 from adaroll_env.stats import library_versions
-from trainers.models.collate import pad_rows
 from trainers.models.paths import cache_dir
-from trainers.models.tiny import (
-    TINY_METADATA_FILE,
-    TINY_RECIPE_VERSION,
-    TinyConfig,
-    build_tiny_model,
-    build_tiny_tokenizer,
+from trainers.models.supervised import (
+    IGNORE_INDEX,
+    RunControl,
+    Schedule,
+    batch_stream,
+    build_once,
+    encode_supervised,
+    loss_summary,
+    lr_factor,
+    torch_threads,
 )
+from trainers.models.tiny import TINY_METADATA_FILE, TINY_RECIPE_VERSION, TinyConfig
 from trainers.models.warm_start_report import evaluate, report_table, sample_completions
+from trainers.models.warm_start_task import (
+    MODEL_CARD,
+    RUN_FILE,
+    WarmStartPlan,
+    invoked_or,
+    model_card,
+    prepare_out,
+    resume_command,
+    run_plan,
+    save_model,
+    write_json_last,
+)
 
 __all__ = [
     "IGNORE_INDEX",
+    "MODEL_CARD",
     "PretrainConfig",
     "encode_supervised",
     "ensure_tiny_model",
@@ -62,7 +82,9 @@ __all__ = [
     "train_and_save",
 ]
 
-IGNORE_INDEX = -100
+#: fields added with checkpoints and resume: they steer a run, not what it computes, so they
+#: stay out of the cache digest and the recorded config (earlier builds keep their digest)
+RUN_CONTROL = ("resume", "save_every", "save_minutes")
 
 
 @dataclass
@@ -120,6 +142,14 @@ class PretrainConfig:
         },
     )
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    resume: bool = field(
+        default=False,
+        metadata={"help": "continue the run in --out from its last checkpoint (same options)"},
+    )
+    save_every: int = field(default=0, metadata={"help": "checkpoint every N steps (0: never)"})
+    save_minutes: float = field(
+        default=10.0, metadata={"help": "checkpoint every M minutes (0: never)"}
+    )
 
     def __post_init__(self) -> None:
         positive = ("steps", "batch_size", "num_train", "num_test", "eval_samples")
@@ -140,7 +170,18 @@ class PretrainConfig:
             raise ValueError(f"warmup ({self.warmup}) is a fraction of steps in [0, 1)")
         if self.threads < 0:
             raise ValueError(f"threads ({self.threads}) must be >= 0 (0 = one per core)")
+        if self.save_every < 0:
+            raise ValueError(f"save_every ({self.save_every}) must be >= 0 (0: never)")
+        if not self.save_minutes >= 0:
+            raise ValueError(f"save_minutes ({self.save_minutes}) must be >= 0 (0: never)")
         self.weights()  # validates the spelling
+
+    def recipe(self, *, keep_out: bool = False) -> dict[str, Any]:
+        """The fields that make the model (all but ``RUN_CONTROL``, ``out`` and ``progress``);
+        with ``keep_out``, ``out`` and ``progress`` too (the config recorded in
+        ``adaroll_tiny.json``, as before checkpoints existed)."""
+        drop = RUN_CONTROL if keep_out else (*RUN_CONTROL, "out", "progress")
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in drop}
 
     def weights(self) -> np.ndarray:
         """The per-level sampling weights, normalised to sum to 1 (``[L]``)."""
@@ -173,56 +214,11 @@ class PretrainConfig:
 
 
 # ----------------------------------------------------------------------------------------------
-# Data
+# Data and training: the general warm start's (trainers.models.warm_start_task)
 # ----------------------------------------------------------------------------------------------
 
-
-def encode_supervised(
-    tokenizer: Any, prompts: Sequence[str], answers: Sequence[str]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-padded ``<s> prompt answer </s>`` ids and labels (-100 on ``<s>``, prompt, padding).
-
-    Returns ``input_ids`` and ``labels``, both ``[N, T]`` (T = the longest sequence).
-    """
-    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    # Tokenize each distinct string once (synthetic data repeats expressions a lot).
-    texts = [p + a for p, a in zip(prompts, answers, strict=True)]
-    unique = sorted(set(texts) | set(prompts))
-    encoded = dict(zip(unique, tokenizer(unique).input_ids, strict=True))
-    rows, targets = [], []
-    for text, prompt in zip(texts, prompts, strict=True):
-        ids, n_prompt = encoded[text], len(encoded[prompt])
-        rows.append([*ids, eos])
-        targets.append([IGNORE_INDEX] * n_prompt + ids[n_prompt:] + [eos])
-    input_ids = pad_rows(rows, value=pad, side="right")  # [N, T]
-    labels = pad_rows(targets, value=IGNORE_INDEX, side="right")  # [N, T]
-    return input_ids, labels
-
-
-# ----------------------------------------------------------------------------------------------
-# Training
-# ----------------------------------------------------------------------------------------------
-
-
-def _lr_factor(step: int, total: int, warmup: int) -> float:
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def _loss_summary(losses: list[float], points: int = 20) -> dict[str, Any]:
-    arr = np.asarray(losses)
-    window = max(1, len(arr) // points)
-    curve = [float(arr[i : i + window].mean()) for i in range(0, len(arr), window)]
-    tail = max(1, len(arr) // 10)
-    return {
-        "first": float(arr[:tail].mean()),
-        "last": float(arr[-tail:].mean()),
-        "min": float(arr.min()),
-        "window": window,
-        "curve": curve,
-    }
+_lr_factor = lr_factor
+_loss_summary = loss_summary
 
 
 def _warmup_data(cfg: PretrainConfig) -> tuple[Any, list[Any]]:
@@ -243,127 +239,102 @@ def _warmup_data(cfg: PretrainConfig) -> tuple[Any, list[Any]]:
 def _batch_stream(cfg: PretrainConfig, train: Sequence[Any], rng: np.random.Generator) -> Any:
     """Every batch of the run, drawn at once (``[steps, batch_size]`` indices into ``train``):
     level ``l`` has probability ``weights[l]``, spread evenly over its examples."""
-    weights = cfg.weights()
-    levels = np.array([ex.level for ex in train])
-    per_level = np.bincount(levels, minlength=weights.size)
-    p = weights[levels] / per_level[levels]
-    return rng.choice(len(train), size=(cfg.steps, cfg.batch_size), p=p / p.sum())
+    return batch_stream([ex.level for ex in train], cfg.weights(), cfg.steps, cfg.batch_size, rng)
 
 
-def _progress(cfg: PretrainConfig, console: Any) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+def tiny_plan(cfg: PretrainConfig) -> WarmStartPlan:
+    """The general warm start's plan of the tiny recipe: Llama, arithmetic's warm-up pool, the
+    whole held-out split, exact match."""
+    from trainers.models.architectures import ModelSize
 
-    return Progress(
-        TextColumn("[bold]pretrain-tiny"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]:.3f}"),
-        TimeElapsedColumn(),
-        disable=not cfg.progress,
-        transient=True,
-        console=console,
+    task, train = _warmup_data(cfg)
+    arch = cfg.model_config()
+    return WarmStartPlan(
+        task=task,
+        train=train,
+        test=task.test,
+        weights=cfg.weights(),
+        arch="llama",
+        size=ModelSize(
+            hidden_size=arch.hidden_size,
+            num_layers=arch.num_hidden_layers,
+            intermediate_size=arch.intermediate_size,
+            context=arch.max_position_embeddings,
+            rope_theta=arch.rope_theta,
+        ),
+        schedule=Schedule(
+            steps=cfg.steps,
+            batch_size=cfg.batch_size,
+            lr=cfg.lr,
+            weight_decay=cfg.weight_decay,
+            warmup=cfg.warmup,
+            seed=cfg.seed,
+        ),
+        eval_samples=cfg.eval_samples,
+        max_new_tokens=cfg.max_new_tokens,
+        score=None,
     )
 
 
-def _train(
-    cfg: PretrainConfig, model: Any, tokenizer: Any, train: Sequence[Any], console: Any
-) -> list[float]:
-    """Teacher-forced training of ``model`` on ``train`` per ``cfg``; the loss of each step."""
-    input_ids, labels = encode_supervised(
-        tokenizer, [ex.prompt for ex in train], [ex.answer for ex in train]
-    )  # [N, T]
-    lengths = (input_ids != tokenizer.pad_token_id).sum(1)  # [N]
-    rng = np.random.default_rng(cfg.seed)
-    torch.manual_seed(cfg.seed)
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98)
-    )
-    warmup = int(cfg.warmup * cfg.steps)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: _lr_factor(s, cfg.steps, warmup)
-    )
-    model.train()
-    losses: list[float] = []
-    stream = _batch_stream(cfg, train, rng)
-    progress = _progress(cfg, console)
-    with progress:
-        bar = progress.add_task("train", total=cfg.steps, loss=float("nan"))
-        for step in range(cfg.steps):
-            idx = torch.from_numpy(stream[step])
-            width = int(lengths[idx].max())
-            batch_ids = input_ids[idx, :width]  # [B, T]
-            batch_labels = labels[idx, :width]  # [B, T]
-            logits = model(
-                input_ids=batch_ids,
-                attention_mask=(batch_ids != tokenizer.pad_token_id).long(),
-                use_cache=False,
-            ).logits  # [B, T, V]
-            loss = torch.nn.functional.cross_entropy(
-                logits[:, :-1].reshape(-1, logits.shape[-1]),  # [B*(T-1), V]
-                batch_labels[:, 1:].reshape(-1),  # [B*(T-1)]
-                ignore_index=IGNORE_INDEX,
-            )
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            losses.append(loss.item())
-            progress.update(bar, advance=1, loss=losses[-1])
-    return losses
-
-
-def train_and_save(cfg: PretrainConfig, directory: str | os.PathLike | None = None) -> Path:
+def train_and_save(
+    cfg: PretrainConfig, directory: str | os.PathLike | None = None, *, resume: bool = True
+) -> Path:
     """Train the tiny model per ``cfg``, save it into ``directory`` (default ``cfg.out``), print
-    the report table and return the directory.
+    the report table and return the directory; a checkpoint there is resumed when ``resume``.
 
     The caller prints where the model ended up (``main`` and ``ensure_tiny_model``, which trains
-    into a temporary directory and renames it into place).
+    into a partial directory and renames it into place).
     """
     from rich.console import Console
 
     if directory is None and cfg.out is None:
         raise ValueError("train_and_save needs a directory or cfg.out; main(cfg) uses the cache")
     out = Path(directory if directory is not None else cfg.out)  # type: ignore[arg-type]
+    out.mkdir(parents=True, exist_ok=True)
     console = Console()
     start = time.perf_counter()
-    threads_before = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
-    try:
-        task, train = _warmup_data(cfg)
-        tokenizer = build_tiny_tokenizer()
-        model = build_tiny_model(cfg.model_config(), cfg.seed, tokenizer=tokenizer)
-        losses = _train(cfg, model, tokenizer, train, console)
-        train_seconds = time.perf_counter() - start
-        report = evaluate(
-            model,
-            tokenizer,
-            task.test,
-            num_samples=cfg.eval_samples,
-            max_new_tokens=cfg.max_new_tokens,
-            seed=cfg.seed,
-        )
-        model.eval()
-        out.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(out)
-        tokenizer.save_pretrained(out)
+    control = RunControl(
+        directory=out,
+        label="pretrain-tiny",
+        progress=cfg.progress,
+        save_every=cfg.save_every,
+        save_minutes=cfg.save_minutes,
+        resume=resume,
+        resume_command=resume_command(cfg, "pretrain-tiny")
+        if cfg.out is not None
+        else invoked_or(cfg, "pretrain-tiny"),
+    )
+    with torch_threads(cfg.threads):
+        plan = tiny_plan(cfg)
+        (out / RUN_FILE).write_text(json.dumps(cfg.recipe(), indent=2) + "\n")
+        result = run_plan(plan, control, console)
+        save_model(result, out)
+        total = time.perf_counter() - start
         meta: dict[str, Any] = {
-            "config": dataclasses.asdict(cfg),
+            "config": cfg.recipe(keep_out=True),
             "recipe_version": TINY_RECIPE_VERSION,
-            "task": task.describe(),
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "loss": _loss_summary(losses),
-            "train_seconds": train_seconds,
-            "total_seconds": time.perf_counter() - start,
+            "task": plan.task.describe(),
+            "parameters": sum(p.numel() for p in result.model.parameters()),
+            "loss": loss_summary(result.losses),
+            "train_seconds": result.train_seconds,
+            "total_seconds": total,
             "threads": torch.get_num_threads(),
             "versions": library_versions(("torch", "transformers", "tokenizers")),
-            "report": report,
+            "report": result.report,
         }
-        # Written last: its presence marks a complete model directory.
-        (out / TINY_METADATA_FILE).write_text(json.dumps(meta, indent=2) + "\n")
-    finally:
-        torch.set_num_threads(threads_before)
-    console.print(report_table(report))
+        card = model_card(
+            plan=plan,
+            result=result,
+            directory=out,
+            task_spec="arithmetic",
+            config=dataclasses.asdict(cfg),
+            command=invoked_or(cfg, "pretrain-tiny"),
+            total_seconds=total,
+        )
+        write_json_last(out / MODEL_CARD, card)
+        # Written last: its presence marks a complete tiny model directory.
+        write_json_last(out / TINY_METADATA_FILE, meta)
+    console.print(report_table(result.report))
     console.print(
         f"loss {meta['loss']['first']:.3f} -> {meta['loss']['last']:.3f} in {cfg.steps} steps, "
         f"{meta['total_seconds']:.0f} s"
@@ -377,9 +348,7 @@ def train_and_save(cfg: PretrainConfig, directory: str | os.PathLike | None = No
 
 
 def _config_digest(cfg: PretrainConfig) -> str:
-    fields = dataclasses.asdict(cfg)
-    fields.pop("out", None)
-    fields.pop("progress", None)
+    fields = cfg.recipe()  # what it was before RUN_CONTROL existed: cached builds keep their name
     fields["recipe_version"] = TINY_RECIPE_VERSION
     text = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -389,7 +358,8 @@ def tiny_model_dir(cfg: PretrainConfig | None = None) -> Path:
     """Where the warm-started tiny model of ``cfg`` (default: ``PretrainConfig()``) is cached.
 
     ``$ADAROLL_CACHE_DIR/models/tiny-<digest>`` (default root ``~/.cache/adaroll``); the digest
-    hashes the pretraining config (all fields but ``out`` and ``progress``) and the recipe version.
+    hashes the pretraining config (all fields but ``out``, ``progress`` and ``RUN_CONTROL``) and
+    the recipe version.
     """
     return cache_dir() / "models" / f"tiny-{_config_digest(cfg or PretrainConfig())}"
 
@@ -402,60 +372,45 @@ def ensure_tiny_model(cfg: PretrainConfig | None = None, *, announce: bool = Tru
     """The cached tiny model directory of ``cfg``, built (once, atomically) if missing.
 
     Concurrent callers (pytest-xdist workers, several trainers) wait on a file lock; the first
-    trains into a temporary directory beside the target and renames it into place, the others
-    find it complete. Everything printed names the final directory, never the temporary one.
+    trains into a partial directory beside the target and renames it into place, the others
+    find it complete (``trainers.models.supervised.build_once``; a build stopped by a signal
+    resumes from its checkpoint). Everything printed names the final directory.
     """
-    import fcntl
-
     cfg = cfg if cfg is not None else PretrainConfig()
-    target = tiny_model_dir(cfg)
-    if _is_complete(target):
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f".{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if _is_complete(target):
-                return target
-            if announce:
-                print(f"adaroll: building the warm-started tiny model (once) into {target}")
-            tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
-            tmp.chmod(0o755)  # mkdtemp makes it private; the cache is shared like any other
-            try:
-                train_and_save(cfg, tmp)
-                if target.exists():  # an incomplete leftover (never a finished build)
-                    shutil.rmtree(target)
-                os.replace(tmp, target)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
-            if announce:
-                print(f"adaroll: saved the warm-started tiny model to {target}")
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return target
+    return build_once(
+        tiny_model_dir(cfg),
+        complete=_is_complete,
+        build=lambda partial: train_and_save(cfg, partial),
+        what="the warm-started tiny model",
+        announce=announce,
+    )
 
 
 def main(cfg: PretrainConfig) -> Path:
     """Warm-start the tiny model; with ``out`` unset, into the cache that ``load_policy('tiny')``
-    reads (reusing a cached build of the same config).
+    reads (reusing a cached build of the same config). SIGINT/SIGTERM stop it cleanly, with a
+    checkpoint (``--out DIR --resume`` continues it; a cache build resumes when run again).
     """
     from rich.console import Console
 
-    if cfg.out is not None:
-        out = Path(cfg.out)
-        if out.is_dir():  # an earlier model there is kept, never overwritten
-            from adaroll_env.run_dirs import SUPERSEDED_DIR, set_aside
+    from trainers.run import stopping
 
-            kept = set_aside(out, [p.name for p in out.iterdir() if p.name != SUPERSEDED_DIR])
-            if kept is not None:
-                print(f"adaroll pretrain-tiny: the earlier files of {out} are kept in {kept}")
-        path = train_and_save(cfg)
-        Console().print(f"saved to {path}")
-        return path
-
-    cached = _is_complete(tiny_model_dir(cfg))
-    path = ensure_tiny_model(cfg)
+    with stopping.StopSignals():
+        if cfg.out is not None:
+            out = Path(cfg.out)
+            if cfg.resume and _is_complete(out):
+                Console().print(f"already finished: {out} (nothing to resume)")
+                return out
+            resume = prepare_out(
+                out, resume=cfg.resume, recipe=cfg.recipe(), command="pretrain-tiny"
+            )
+            path = train_and_save(cfg, out, resume=resume)
+            Console().print(f"saved to {path}")
+            stopping.clear()
+            return path
+        cached = _is_complete(tiny_model_dir(cfg))
+        path = ensure_tiny_model(cfg)
+        stopping.clear()
     if cached:
         meta = json.loads((path / TINY_METADATA_FILE).read_text())
         console = Console()

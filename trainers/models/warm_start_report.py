@@ -1,14 +1,14 @@
 """The held-out report of a warm start: greedy accuracy and sampled pass rates, per level.
 
 ``evaluate(model, tokenizer, examples, ...)`` is the trainer's one evaluation function
-(``trainers.grpo.evaluation.evaluate_examples``) through ``HFEngine``, scored by exact match;
-``report_table`` renders it. ``adaroll pretrain-tiny`` prints it and stores it in the model
-directory's metadata.
+(``trainers.grpo.evaluation.evaluate_examples``) through ``HFEngine``, scored by exact match or
+the task's verifier; ``report_table`` renders it. ``adaroll pretrain-tiny`` and ``adaroll
+warm-start`` print it and store it in the model directory's metadata.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,11 +51,13 @@ def evaluate(
     num_samples: int,
     max_new_tokens: int,
     seed: int,
+    score: Callable[..., Any] | None = None,
 ) -> dict[str, Any]:
     """Greedy accuracy and sampled pass rates on ``examples``, overall and per level.
 
     Both are ``trainers.grpo.evaluation.evaluate_examples`` through ``HFEngine`` on the plain
-    prompts (what the warm start trained on), scored by exact match: one greedy completion, then
+    prompts (what the warm start trained on), scored by ``score(examples, texts, ids)`` (a
+    task's ``score``; default: exact match, the tiny model's report): one greedy completion, then
     ``num_samples`` at temperature 1 with ``seed``. Returns ``{"levels": [row, ...], "overall":
     row, "pass_rates": [...]}``, a row holding ``level, n, greedy, pass@1, pass@k, spread``
     (``spread``: fraction of prompts with a sampled pass rate strictly between 0 and 1);
@@ -69,14 +71,15 @@ def evaluate(
 
     engine = HFEngine(model, tokenizer, batch_size=1024)
 
+    def exact(exs: list[Any], texts: list[str], _ids: Any) -> list[float]:
+        return [float(exact_match(c, ex)) for c, ex in zip(texts, exs, strict=True)]
+
     def run(k: int, temperature: float, sample_seed: int) -> NDArray[np.int64]:
         return evaluate_examples(
             engine,
             examples,
             encode=lambda ex: encode_prompt(tokenizer, ex.prompt, chat_template="none"),
-            score=lambda exs, texts, _ids: [
-                float(exact_match(c, ex)) for c, ex in zip(texts, exs, strict=True)
-            ],
+            score=score if score is not None else exact,
             sampling=SamplingSpec(max_new_tokens=max_new_tokens, temperature=temperature),
             k=k,
             seed=sample_seed,
