@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.adaroll-installed
 TORCH_VERSION := 2.13.0
-EXTRAS := dev,sb3,jit,train,trl
+EXTRAS := dev,sb3,jit,train,trl,rg,math
 # vLLM's CPU build lives in its own environment: it pins torch, transformers and numba.
 VLLM_VENV := .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python

@@ -1,11 +1,13 @@
 r"""Final answers: extraction (``\boxed{}``, GSM8K's ``####``, the last number), matching
-(numeric, normalised text, ``math_verify`` when installed) and the unbiased pass@k estimator."""
+(numeric, normalised text, math-verify's symbolic check when installed) and the unbiased pass@k
+estimator."""
 
 from __future__ import annotations
 
 import functools
 import math
 import re
+import threading
 from fractions import Fraction
 from typing import Any
 
@@ -83,12 +85,39 @@ def _math_verify() -> Any:
     return math_verify
 
 
-def answers_match(predicted: str | None, reference: str) -> bool:
+def require_math_verify() -> None:
+    """Raise :class:`~trainers.tasks.base.MissingExtraError` naming the ``math`` extra when
+    ``math_verify`` is not installed."""
+    if _math_verify() is None:
+        from trainers.tasks.base import MissingExtraError
+
+        raise MissingExtraError(
+            "symbolic answer matching needs math-verify, the 'math' extra, which is not "
+            'installed: pip install -e ".[math]" (or leave math_verify unset to match numbers '
+            "and text only)"
+        )
+
+
+def _symbolic_match(math_verify: Any, predicted: str, reference: str) -> bool:
+    """math-verify's verdict; its timeouts use ``signal.alarm``, which only the main thread may
+    set, so other threads (a TRL reward worker) run it without them."""
+    timeout = 5 if threading.current_thread() is threading.main_thread() else None
+    try:
+        gold = math_verify.parse(f"${reference}$", parsing_timeout=timeout)
+        target = math_verify.parse(f"${predicted}$", parsing_timeout=timeout)
+        return bool(math_verify.verify(gold, target, timeout_seconds=timeout))
+    except Exception:
+        return False
+
+
+def answers_match(predicted: str | None, reference: str, *, symbolic: bool | None = None) -> bool:
     r"""Whether a predicted answer equals the reference.
 
     Numeric equality after normalising (``$``, commas, whitespace, a trailing ``.``, ``42.0``,
     fractions ``3/4`` and ``\frac{3}{4}``), else string equality of the normalised forms; when
-    ``math_verify`` is installed and those say no, its symbolic check is tried too. None never
+    those say no, math-verify's symbolic check (``\sqrt{8}`` = ``2\sqrt{2}``, ``x=5`` = ``5``,
+    ``50\%`` = ``0.5``) is tried too: with ``symbolic=None`` when ``math_verify`` is installed,
+    with ``True`` always (a missing package is an error), with ``False`` never. None never
     matches.
 
     >>> answers_match("$1,000.00", "1000"), answers_match("0.75", "\\frac{3}{4}")
@@ -103,14 +132,12 @@ def answers_match(predicted: str | None, reference: str) -> bool:
             return True
     elif p == r:
         return True
+    if symbolic is False:
+        return False
+    if symbolic:
+        require_math_verify()
     math_verify = _math_verify()
-    if math_verify is None:
-        return False
-    try:
-        gold, target = math_verify.parse(f"${reference}$"), math_verify.parse(f"${predicted}$")
-        return bool(math_verify.verify(gold, target))
-    except Exception:
-        return False
+    return math_verify is not None and _symbolic_match(math_verify, predicted, reference)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

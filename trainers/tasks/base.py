@@ -1,7 +1,8 @@
 """``Task`` and ``Example``: prompts, reference answers and the scorer every task shares.
 
-A :class:`Task` holds a ``train`` and a ``test`` list of :class:`Example` and scores completions
-with either a :data:`Verifier` ``(completion, example) -> reward`` or TRL-style reward functions
+A :class:`Task` holds a ``train`` and a ``test`` list of :class:`Example` (and, for tasks that
+generate one, a ``validation`` list the trainer does not use) and scores completions with either
+a :data:`Verifier` ``(completion, example) -> reward`` or TRL-style reward functions
 ``f(prompts, completions, completion_ids=..., **columns) -> list[float | None]``.
 """
 
@@ -16,15 +17,18 @@ import numpy as np
 
 #: Test ids start here so that they never collide with train ids (line indices or 0..n-1).
 TEST_ID_OFFSET = 1_000_000
+#: Validation ids start here, above every test id of a task smaller than a million prompts.
+VALIDATION_ID_OFFSET = 2_000_000
 
 
 @dataclass(frozen=True)
 class Example:
     """One prompt with its reference answer.
 
-    ``id`` is stable and unique within a task (train and test ids are disjoint); the trainer keys
-    its per-prompt beliefs by it. ``level`` is the difficulty level (0 = easiest; 0 when unknown).
-    ``columns`` holds the source row's other scalar fields (jsonl tasks: e.g. ``subject``), which
+    ``id`` is stable and unique within a task (train, validation and test ids are disjoint); the
+    trainer keys its per-prompt beliefs by it. ``level`` is the difficulty level (0 = easiest; 0
+    when unknown). ``columns`` holds the source row's other scalar fields (jsonl tasks: e.g.
+    ``subject``; reasoning-gym tasks: the item's scalar metadata, e.g. ``num_terms``), which
     ``--belief-group <column>`` groups prompts by; it takes no part in equality or hashing.
     """
 
@@ -40,6 +44,31 @@ class Example:
         if column == "level":
             return self.level
         return self.columns[column]
+
+
+class MissingExtraError(ImportError, ValueError):
+    """An optional package a task needs is not installed (the message names the extra); a
+    ``ValueError`` too, so the command line reports it as a user error, not a traceback."""
+
+
+def parse_options(query: str) -> list[tuple[str, str]]:
+    """The ``key=value`` pairs of a task spec's query (``min_terms=2&operators=+,-``), split on
+    ``&`` and the first ``=``, percent-escapes decoded; unlike a URL's query a ``+`` stays a plus
+    sign. A pair without ``=`` is an error."""
+    from urllib.parse import unquote
+
+    pairs = []
+    for part in query.split("&"):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(
+                f"task option {part!r} is not key=value: write options as "
+                "'?key=value&key=value' after the task name"
+            )
+        pairs.append((unquote(key.strip()), unquote(value)))
+    return pairs
 
 
 #: ``(completion text, example) -> reward in [0, 1]``.
@@ -64,6 +93,10 @@ class Task:
     raises gives the whole call's completions 0 and counts each of them as an error. Neither
     crashes the trainer. A reward function returning a list of the wrong length is a bug in it and
     raises ``ValueError``.
+
+    ``validation`` is a third held-out split for model selection outside the trainer (empty for
+    tasks that have none); ``details`` are task-specific facts that :meth:`describe` reports (a
+    generated task's source and options).
     """
 
     def __init__(
@@ -75,24 +108,31 @@ class Task:
         verifier: Verifier | None = None,
         reward_funcs: RewardFunc | Sequence[RewardFunc] | None = None,
         reward_source: str = "",
+        validation: list[Example] | None = None,
+        details: dict[str, Any] | None = None,
     ) -> None:
         if verifier is None and reward_funcs is None:
             raise ValueError(f"task {name!r} has no verifier: pass verifier= or reward_funcs=")
-        train_ids = [ex.id for ex in train]
-        test_ids = [ex.id for ex in test]
-        for split, ids in (("train", train_ids), ("test", test_ids)):
-            dup = [i for i, k in Counter(ids).items() if k > 1]
+        validation = [] if validation is None else validation
+        splits = {"train": train, "validation": validation, "test": test}
+        ids = {split: [ex.id for ex in rows] for split, rows in splits.items()}
+        for split, split_ids in ids.items():
+            dup = [i for i, k in Counter(split_ids).items() if k > 1]
             if dup:
                 raise ValueError(f"task {name!r}: duplicate {split} ids {dup[:5]}; ids are unique")
-        shared = set(train_ids) & set(test_ids)
-        if shared:
-            raise ValueError(
-                f"task {name!r}: ids {sorted(shared)[:5]} are in both train and test; "
-                f"offset test ids (e.g. by {TEST_ID_OFFSET})"
-            )
+        offsets = {"test": TEST_ID_OFFSET, "validation": VALIDATION_ID_OFFSET}
+        for a, b in (("train", "test"), ("train", "validation"), ("validation", "test")):
+            shared = set(ids[a]) & set(ids[b])
+            if shared:
+                raise ValueError(
+                    f"task {name!r}: ids {sorted(shared)[:5]} are in both {a} and {b}; "
+                    f"offset {b} ids (e.g. by {offsets[b]})"
+                )
         self.name = name
         self.train = train
+        self.validation = validation
         self.test = test
+        self.details = dict(details or {})
         self.verifier = verifier
         self.reward_funcs: list[RewardFunc] = _as_func_list(reward_funcs)
         if self.reward_funcs:
@@ -101,7 +141,8 @@ class Task:
         self.reward_source = reward_source
 
     def __repr__(self) -> str:
-        return f"Task({self.name!r}, train={len(self.train)}, test={len(self.test)})"
+        val = f", validation={len(self.validation)}" if self.validation else ""
+        return f"Task({self.name!r}, train={len(self.train)}{val}, test={len(self.test)})"
 
     def score(
         self,
@@ -134,17 +175,29 @@ class Task:
         return Scores(rewards=rewards, errors=errors)
 
     def describe(self) -> dict[str, Any]:
-        """Name, split sizes, level histograms and reward source, for run logs."""
-        return {
+        """Name, split sizes, level histograms, reward source and the longest prompt + answer
+        in characters over all splits (what a warm start sizes its context by: the tiny model's
+        character tokenizer spends one token per character, plus BOS and EOS), for run logs;
+        then the task's ``details``, if any."""
+        splits = {"train": self.train, "validation": self.validation, "test": self.test}
+        everything = [ex for rows in splits.values() for ex in rows]
+        out: dict[str, Any] = {
             "name": self.name,
             "num_train": len(self.train),
+            "num_validation": len(self.validation),
             "num_test": len(self.test),
             "levels": {
-                "train": dict(sorted(Counter(ex.level for ex in self.train).items())),
-                "test": dict(sorted(Counter(ex.level for ex in self.test).items())),
+                split: dict(sorted(Counter(ex.level for ex in rows).items()))
+                for split, rows in splits.items()
             },
             "reward": self.reward_source,
+            "longest_prompt_answer_chars": max(
+                (len(ex.prompt) + len(ex.answer) for ex in everything), default=0
+            ),
         }
+        if self.details:
+            out["details"] = self.details
+        return out
 
 
 def _as_func_list(reward_funcs: RewardFunc | Sequence[RewardFunc] | None) -> list[RewardFunc]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 
 import numpy as np
 import pytest
 
-from trainers.tasks import answers_match, extract_answer, pass_at_k
-from trainers.tasks.answers import _math_verify
+from trainers.tasks import MissingExtraError, answers, answers_match, extract_answer, pass_at_k
+from trainers.tasks.answers import _math_verify, require_math_verify
 
 
 @pytest.mark.parametrize(
@@ -116,6 +117,13 @@ def test_extract_answer_edge_cases(text, expected):
     assert extract_answer(text) == expected
 
 
+@pytest.fixture
+def no_math_verify(monkeypatch):
+    """matching as it is without the ``math`` extra installed"""
+    monkeypatch.setattr(answers, "_math_verify", lambda: None)
+
+
+@pytest.mark.usefixtures("no_math_verify")
 def test_answers_match_numbers_exactly_not_approximately():
     # fractions compare as exact rationals: 1/3 is not 0.333
     assert answers_match("1/3", r"\frac{1}{3}")
@@ -128,14 +136,53 @@ def test_answers_match_numbers_exactly_not_approximately():
     assert answers_match("A.", "A") and not answers_match("a", "A")
 
 
-def test_math_verify_is_optional():
-    # it is not installed in the test environment, so matching is the numeric/text rule alone
-    try:
-        import math_verify
-    except ImportError:
-        assert _math_verify() is None
-    else:  # pragma: no cover (an environment with the extra)
-        assert _math_verify() is math_verify
+#: equal by value: the numeric rule sees these without math-verify
+NUMERIC_EQUAL = [("0.625", "5/8"), (r"\frac{5}{8}", "0.625"), (r"\frac{1}{2}", "0.5"),
+                 (r"\dfrac{3}{4}", "0.75"), ("1,200", "1200.0")]  # fmt: skip
+#: equal only symbolically: math-verify's work
+SYMBOLIC_EQUAL = [
+    (r"2\sqrt{2}", r"\sqrt{8}"),
+    (r"\pi/2", r"\frac{\pi}{2}"),
+    (r"2^{1/2}", r"\sqrt{2}"),
+    ("x=5", "5"),
+    (r"50\%", "0.5"),
+    (r"1-\frac{3}{8}", r"\frac{5}{8}"),
+]
+#: unequal under every rule
+UNEQUAL = [("0.333", "1/3"), ("3", r"\sqrt{2}"), (r"\frac{5}{9}", r"\frac{5}{8}"), ("0.6", "5/8")]
+
+
+@pytest.mark.usefixtures("no_math_verify")
+def test_without_math_verify_numbers_match_and_symbolic_forms_do_not():
+    assert all(answers_match(p, r) for p, r in NUMERIC_EQUAL)
+    assert not any(answers_match(p, r) for p, r in SYMBOLIC_EQUAL)
+    assert not any(answers_match(p, r) for p, r in UNEQUAL)
+    with pytest.raises(MissingExtraError, match=r"the 'math' extra.*pip install -e \"\.\[math\]\""):
+        answers_match("x", "y", symbolic=True)
+    with pytest.raises(ValueError, match="'math' extra"):  # the command line's user error
+        require_math_verify()
+
+
+def test_math_verify_matches_symbolic_equivalences():
+    math_verify = pytest.importorskip("math_verify")
+    assert _math_verify() is math_verify
+    assert all(answers_match(p, r) for p, r in NUMERIC_EQUAL + SYMBOLIC_EQUAL)
+    assert not any(answers_match(p, r) for p, r in UNEQUAL)
+    # symbolic=False is the numeric/text rule alone, installed or not
+    assert all(answers_match(p, r, symbolic=False) for p, r in NUMERIC_EQUAL)
+    assert not any(answers_match(p, r, symbolic=False) for p, r in SYMBOLIC_EQUAL)
+    assert answers_match(*SYMBOLIC_EQUAL[0], symbolic=True)
+
+
+def test_math_verify_works_off_the_main_thread():
+    pytest.importorskip("math_verify")
+    # its timeouts use signal.alarm, which a worker thread may not set: it runs without them
+    out: list[bool] = []
+    worker = threading.Thread(target=lambda: out.extend(answers_match(p, r)
+                                                        for p, r in SYMBOLIC_EQUAL))  # fmt: skip
+    worker.start()
+    worker.join()
+    assert out == [True] * len(SYMBOLIC_EQUAL)
 
 
 def test_pass_at_k_by_the_formula():

@@ -121,12 +121,33 @@ def test_describe_sorts_level_histograms_and_names_the_reward():
     assert d == {
         "name": "mine",
         "num_train": 5,
+        "num_validation": 0,
         "num_test": 1,
-        "levels": {"train": {0: 1, 1: 1, 2: 3}, "test": {5: 1}},
+        "levels": {"train": {0: 1, 1: 1, 2: 3}, "validation": {}, "test": {5: 1}},
         "reward": "by hand",
+        "longest_prompt_answer_chars": 3,  # "p0" + "1"
     }
     assert list(d["levels"]["train"]) == [0, 1, 2]
     assert repr(task) == "Task('mine', train=5, test=1)"
+    val = [Example(20, "a longer prompt", "12345", level=1)]
+    task = Task("mine", train, test, verifier=lambda c, e: 0.0, validation=val,
+                details={"source": "by hand"})  # fmt: skip
+    d = task.describe()
+    assert d["num_validation"] == 1 and d["levels"]["validation"] == {1: 1}
+    assert d["longest_prompt_answer_chars"] == 20 and d["details"] == {"source": "by hand"}
+    assert repr(task) == "Task('mine', train=5, validation=1, test=1)"
+
+
+def test_validation_ids_are_unique_and_disjoint_from_train_and_test():
+    val = [Example(10 + i, f"v{i}", "1") for i in range(2)]
+    assert Task("x", EX, [], validation=val, verifier=lambda c, e: 0.0).validation == val
+    with pytest.raises(ValueError, match=r"duplicate validation ids \[10\]"):
+        Task("x", EX, [], validation=[val[0], val[0]], verifier=lambda c, e: 0.0)
+    with pytest.raises(ValueError, match=r"ids \[1\] are in both train and validation; "
+                       r"offset validation ids \(e.g. by 2000000\)"):  # fmt: skip
+        Task("x", EX, [], validation=[EX[1]], verifier=lambda c, e: 0.0)
+    with pytest.raises(ValueError, match=r"ids \[10\] are in both validation and test"):
+        Task("x", EX, val[:1], validation=val, verifier=lambda c, e: 0.0)
 
 
 def test_reward_funcs_replace_the_verifier_and_none_scores_zero():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainers.tasks import TEST_ID_OFFSET, jsonl_task, make_task
+from trainers.tasks import SAMPLE_PATH, TEST_ID_OFFSET, jsonl_task, make_task
 
 
 def _write(path: Path, lines: list[str]) -> Path:
@@ -150,3 +150,94 @@ def test_completions_are_scored_by_their_extracted_answer(tmp_path):
     texts = ["so $1000.00", r"\boxed{1000} not 5", "it is 1,000 or 999", "about 1e3", ""]
     assert task.score([ex] * 5, texts).rewards.tolist() == [1.0, 1.0, 0.0, 0.0, 0.0]
     assert task.describe()["reward"] == "answers_match(extract_answer(completion))"
+
+
+# --- named columns, groups and math-verify ------------------------------------------------------
+SUBJECTS = SAMPLE_PATH.parent / "sample_subjects.jsonl"
+
+
+def test_named_columns_and_group_from_the_spec():
+    task = make_task(f"jsonl:{SUBJECTS}?question=problem&answer=final&group=subject",
+                     test_fraction=0.25)  # fmt: skip
+    everything = task.train + task.test
+    assert len(everything) == 8 and len(task.test) == 2
+    by_id = {e.id: e for e in everything}
+    assert by_id[0].prompt == r"What is $\frac{1}{4} + \frac{3}{8}$?"
+    assert by_id[0].answer == r"\frac{5}{8}" and by_id[5].answer == r"\sqrt{2}"
+    # the group's values are the levels, in order: algebra 0, geometry 1, prealgebra 2
+    assert {e.columns["subject"]: e.level for e in everything} == {
+        "algebra": 0, "geometry": 1, "prealgebra": 2,
+    }  # fmt: skip
+    assert all("problem" not in e.columns and "final" not in e.columns for e in everything)
+    # the same through keyword arguments
+    kw = jsonl_task(SUBJECTS, question="problem", answer="final", group="subject",
+                    test_fraction=0.25)  # fmt: skip
+    assert [(e.id, e.prompt, e.answer, e.level) for e in kw.train] == [
+        (e.id, e.prompt, e.answer, e.level) for e in task.train
+    ]
+    # equivalent forms of the references score 1, others 0 (numbers without math-verify)
+    forms = {0: [r"\boxed{0.625}", "5/8", r"so \boxed{\frac{5}{8}}"], 3: ["#### 0.150", "3/20"],
+             4: [r"\boxed{\frac{1}{2}}", "0.5"], 1: ["x = 4"]}  # fmt: skip
+    for i, texts in forms.items():
+        assert task.score([by_id[i]] * len(texts), texts).rewards.tolist() == [1.0] * len(texts)
+    assert task.score([by_id[0], by_id[4]], ["0.6", "1/3"]).rewards.tolist() == [0.0, 0.0]
+
+
+def test_group_levels_follow_natural_order(tmp_path):
+    rows = [{"q": f"q{i}", "a": str(i), "lvl": f"Level {n}"} for i, n in enumerate([10, 2, 1, 2])]
+    path = _write(tmp_path / "g.jsonl", [json.dumps(r) for r in rows])
+    task = make_task(f"jsonl:{path}?question=q&answer=a&group=lvl&test_fraction=0")
+    assert [e.level for e in task.train] == [2, 1, 0, 1]  # Level 1 < Level 2 < Level 10
+    assert task.train[0].answer == "0" and task.train[0].columns == {"lvl": "Level 10"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("?question=text", r"line 1: no column 'text' \(the question column; 8 of 8 rows lack "
+                           r"it\); the file's columns: problem, final, subject: name one of "
+                           r"them with question="),
+        ("?question=problem&answer=solution",
+         r"no column 'solution' \(the answer column.*problem, final, subject"),
+        ("?question=problem&answer=final&group=topic", r"no column 'topic' \(the group column"),
+        ("?question=problem&answer=final&group=final", r"group column 'final' holds str"),
+        ("?question=problem&anwser=final", r"unknown option 'anwser': the options are question, "
+                                           r"answer, group, test_fraction, math_verify"),
+        ("?question=problem&question=x", "sets 'question' twice"),
+        ("?question=", "question= names no column"),
+        ("?question=problem&answer=final&test_fraction=half", "test_fraction='half' is not"),
+        ("?question=problem&answer=final&math_verify=maybe", "write true, false or auto"),
+    ],
+)  # fmt: skip
+def test_named_column_errors_name_the_columns_the_file_has(spec, match):
+    with pytest.raises(ValueError, match=match):
+        make_task(f"jsonl:{SUBJECTS}{spec}")
+
+
+def test_math_verify_option(monkeypatch):
+    from trainers.tasks import answers
+
+    spec = f"jsonl:{SUBJECTS}?question=problem&answer=final&test_fraction=0"
+    on, off = make_task(f"{spec}&math_verify=true"), make_task(f"{spec}&math_verify=false")
+    assert "symbolic=False" in off.reward_source and "symbolic=True" in on.reward_source
+    root2 = on.train[5]  # \sqrt{2}
+    assert off.score([root2], [r"\boxed{2^{1/2}}"]).rewards.tolist() == [0.0]
+    if answers._math_verify() is not None:
+        assert on.score([root2], [r"\boxed{2^{1/2}}"]).rewards.tolist() == [1.0]
+        assert make_task(spec).score([root2], [r"\boxed{2^{1/2}}"]).rewards.tolist() == [1.0]
+    monkeypatch.setattr(answers, "_math_verify", lambda: None)
+    with pytest.raises(ValueError, match=r"'math' extra"):
+        make_task(f"{spec}&math_verify=true")
+    assert make_task(spec).score([root2], [r"\boxed{2^{1/2}}"]).rewards.tolist() == [0.0]
+
+
+def test_the_shipped_sample_matches_equivalent_answers():
+    task = make_task("sample", test_fraction=0.0)
+    by_id = {e.id: e for e in task.train}
+    cases = {0: ["12", "She has 12 now.\n#### 12", r"\boxed{12}", "12.0"],
+             8: ["0.625", "5/8", r"\boxed{\frac{5}{8}}", r"\boxed{\dfrac{10}{16}}"],
+             9: ["#### 90", "90 litres"]}  # fmt: skip
+    for i, texts in cases.items():
+        assert task.score([by_id[i]] * len(texts), texts).rewards.tolist() == [1.0] * len(texts)
+    wrong = task.score([by_id[0], by_id[8], by_id[8]], ["13", "0.6", r"\boxed{5/9}"])
+    assert wrong.rewards.tolist() == [0.0, 0.0, 0.0]

@@ -15,7 +15,8 @@ from trainers.tasks import make_task
 
 def test_module_is_light():
     code = (
-        "import sys, trainers.tasks; print('torch' in sys.modules, 'transformers' in sys.modules)"
+        "import sys, trainers.tasks; print(*(m in sys.modules for m in "
+        "('torch', 'transformers', 'reasoning_gym', 'math_verify', 'sympy')))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -24,7 +25,7 @@ def test_module_is_light():
         check=True,
         cwd=Path(__file__).resolve().parents[3],
     )
-    assert out.stdout.split() == ["False", "False"]
+    assert out.stdout.split() == ["False"] * 5
 
 
 def test_sample_task_loads():
@@ -50,7 +51,7 @@ def test_make_task_unknown_name_suggests():
         ValueError, match=r"unknown task 'arithmetc'.*Did you mean 'arithmetic'"
     ) as e:
         make_task("arithmetc")
-    assert "Known: arithmetic, jsonl, sample" in str(e.value)
+    assert "Known: arithmetic, jsonl, rg, sample" in str(e.value)
     with pytest.raises(ValueError, match="Did you mean 'jsonl'"):
         make_task("jsnl:foo.jsonl")
 
