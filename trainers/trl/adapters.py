@@ -84,28 +84,50 @@ def prompt_key(prompt: Any) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
 
 
+#: the columns :func:`task_dataset` always writes; an example column of the same name is left out
+_DATASET_COLUMNS = ("prompt", "answer", "level", "example_id")
+_SPLITS = ("train", "validation", "test")
+
+
+def _uniform(values: list[Any]) -> list[Any]:
+    """``values`` as one Arrow type: as they are when they share one, ints with floats as
+    floats, anything else mixed as text."""
+    kinds = {type(v) for v in values}
+    if len(kinds) <= 1:
+        return values
+    if kinds <= {int, float}:
+        return [float(v) for v in values]
+    return [str(v) for v in values]
+
+
 def task_dataset(task: Task, split: str = "train") -> Any:
-    """A TRL dataset (``datasets.Dataset``) of an adaroll task's split: ``prompt``, ``answer``,
-    ``level`` and ``example_id`` columns, one row per example, in the task's order."""
+    """A TRL dataset (``datasets.Dataset``) of an adaroll task's split (``"train"``,
+    ``"validation"`` or ``"test"``): ``prompt``, ``answer``, ``level`` and ``example_id``
+    columns, one row per example, in the task's order, then every column of the examples'
+    ``columns`` (a jsonl row's fields, a reasoning-gym item's metadata) that all of the split's
+    examples have, so that reward functions receive them as keyword arguments (a split with no
+    examples, such as most tasks' validation, gives an empty dataset)."""
     from datasets import Dataset
 
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    rows = task.train if split == "train" else task.test
-    return Dataset.from_dict(
-        {
-            "prompt": [e.prompt for e in rows],
-            "answer": [e.answer for e in rows],
-            "level": [e.level for e in rows],
-            "example_id": [e.id for e in rows],
-        }
-    )
+    if split not in _SPLITS:
+        raise ValueError(f"split must be one of {', '.join(_SPLITS)}, got {split!r}")
+    rows = {"train": task.train, "validation": task.validation, "test": task.test}[split]
+    data: dict[str, list[Any]] = {
+        "prompt": [e.prompt for e in rows],
+        "answer": [e.answer for e in rows],
+        "level": [e.level for e in rows],
+        "example_id": [e.id for e in rows],
+    }
+    shared = set(rows[0].columns).intersection(*(e.columns for e in rows[1:])) if rows else set()
+    for key in sorted(shared - set(_DATASET_COLUMNS)):
+        data[key] = _uniform([e.columns[key] for e in rows])
+    return Dataset.from_dict(data)
 
 
 def task_reward(task: Task) -> Any:
     """A TRL reward function that scores with the task's own verifier (rows of
-    :func:`task_dataset`, matched by their ``example_id`` column)."""
-    examples = {e.id: e for e in (*task.train, *task.test)}
+    :func:`task_dataset` of any split, matched by their ``example_id`` column)."""
+    examples = {e.id: e for e in (*task.train, *task.validation, *task.test)}
 
     def reward(
         prompts: list[Any],

@@ -84,8 +84,9 @@ def test_task_dataset_and_reward_score_with_the_task() -> None:
     ds = task_dataset(task, "test")
     assert ds.column_names == ["prompt", "answer", "level", "example_id"]
     assert ds["example_id"] == [e.id for e in task.test]
-    with pytest.raises(ValueError, match="split must be 'train' or 'test'"):
-        task_dataset(task, "validation")
+    assert len(task_dataset(task, "validation")) == 0  # arithmetic has no validation split
+    with pytest.raises(ValueError, match="split must be one of train, validation, test"):
+        task_dataset(task, "valid")
     reward = task_reward(task)
     assert reward.__name__ == "arithmetic_reward"
     rows = task.test[:2]
@@ -94,3 +95,32 @@ def test_task_dataset_and_reward_score_with_the_task() -> None:
     scores = reward([r.prompt for r in rows] * 2, [right, wrong, chat, wrong], [[1], [1], [1], [1]],
                     example_id=[rows[0].id, rows[1].id, rows[0].id, rows[1].id])  # fmt: skip
     assert scores == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_task_dataset_carries_every_split_and_the_metadata_columns() -> None:
+    pytest.importorskip("reasoning_gym")
+    task = make_task("rg:chain_sum?min_terms=2&max_terms=3", num_train=12, num_validation=6,
+                     num_test=8)  # fmt: skip
+    val = task_dataset(task, "validation")
+    assert len(val) == 6 and val["example_id"] == [e.id for e in task.validation]
+    # the item's scalar metadata rides along, for reward functions' keyword arguments
+    for column in ("num_terms", "num_digits", "expression", "source_dataset"):
+        assert val[column] == [e.columns[column] for e in task.validation]
+    assert val.column_names[:4] == ["prompt", "answer", "level", "example_id"]
+    reward = task_reward(task)
+    rows = [task.validation[0], task.test[0], task.train[0]]
+    texts = [rows[0].answer, rows[1].answer, "nope"]
+    assert reward([r.prompt for r in rows], texts, [[1]] * 3,
+                  example_id=[r.id for r in rows]) == [1.0, 1.0, 0.0]  # fmt: skip
+
+
+def test_task_dataset_columns_of_mixed_types_and_names() -> None:
+    from trainers.tasks import Example, Task
+
+    train = [Example(0, "a", "1", columns={"n": 1, "tag": "x", "only": 1, "level": "L1"}),
+             Example(1, "b", "2", columns={"n": 2.5, "tag": 3, "level": "L2"})]  # fmt: skip
+    ds = task_dataset(Task("t", train, [], verifier=lambda c, e: 0.0))
+    # ints with floats become floats, other mixtures text; a column some row lacks, or one
+    # named like a fixed column ("level"), is left out
+    assert ds.column_names == ["prompt", "answer", "level", "example_id", "n", "tag"]
+    assert ds["n"] == [1.0, 2.5] and ds["tag"] == ["x", "3"] and ds["level"] == [0, 0]
