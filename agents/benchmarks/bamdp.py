@@ -47,7 +47,35 @@ class BamdpBenchConfig:
     history_episodes: int = field(
         default=40, metadata={"help": "paired episodes per history step in the priors part"}
     )
-    parts: str = field(default="quality,big,timing,priors", metadata={"help": "which parts to run"})
+    rounds_b: str = field(
+        default="64,512", metadata={"help": "B values of the rounds grid (N = 8·B), comma-separated"}
+    )
+    rounds_schedules: str = field(
+        default="2,4,8,0.75+0.25",
+        metadata={
+            "help": "schedules of the rounds grid: a number of equal rounds, or fractions of the "
+            "budget joined by '+' (0.75+0.25 is 384+128 at B = 64)"
+        },
+    )
+    rounds_utilities: str = field(
+        default="informative,snr(4),snr(8),snr(16)",
+        metadata={"help": "utilities of the rounds grid (';'-free, comma-separated)"},
+    )
+    rounds_allocators: str = field(
+        default="uniform,bamdp,vip,variance,knowledge_gradient,random",
+        metadata={"help": "allocators of the rounds grid (bamdp is compared with each)"},
+    )
+    rounds_episodes: str = field(
+        default="200,100", metadata={"help": "paired episodes per setting, one per B value"}
+    )
+    rounds_mixture: bool = field(
+        default=True,
+        metadata={"help": "add the rlvr mixture (no bound) to the Bayes settings at B = 64"},
+    )
+    parts: str = field(
+        default="quality,big,timing,priors",
+        metadata={"help": "which parts to run: quality, big, rounds, timing, priors"},
+    )
 
 
 def bayes_settings() -> list[str]:
@@ -121,6 +149,100 @@ def big(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
         exact=False,
     )
     return run_benchmark(bench).rows
+
+
+def _schedule_value(spec: str, budget: int) -> str:
+    """One ``--rounds`` grid value: a count of equal rounds as is, fractions as round sizes."""
+    if "+" not in spec:
+        return spec
+    fractions = [float(x) for x in spec.split("+")]
+    sizes = [round(f * budget) for f in fractions]
+    sizes[-1] = budget - sum(sizes[:-1])
+    return "+".join(str(x) for x in sizes)
+
+
+def rounds_grid(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
+    """The rounds grid: per B, schedule, utility and setting, every allocator (paired), the
+    rounds-aware certified bound and bamdp's gap to it, and the smallest paired difference
+    ``bamdp − other`` over the non-oracle competitors with its 95 % half-width."""
+    bs = [int(x) for x in cfg.rounds_b.split(",") if x.strip()]
+    episodes = [int(x) for x in cfg.rounds_episodes.split(",") if x.strip()]
+    if len(episodes) == 1:
+        episodes *= len(bs)
+    if len(episodes) != len(bs):
+        raise ValueError(
+            f"rounds_episodes ({cfg.rounds_episodes!r}) needs one value or one per B "
+            f"({cfg.rounds_b!r})"
+        )
+    out: list[dict[str, Any]] = []
+    for B, n in zip(bs, episodes, strict=True):
+        difficulties = bayes_settings()[:2] + (["rlvr"] if cfg.rounds_mixture and B <= 64 else [])
+        schedules = [_schedule_value(x.strip(), 8 * B) for x in cfg.rounds_schedules.split(",")]
+        bench = BenchConfig(
+            allocators=cfg.rounds_allocators,
+            envs="rounds",
+            difficulties=",".join(difficulties),
+            utilities=cfg.rounds_utilities,
+            num_questions=B,
+            group_sizes="8",
+            rounds=",".join(schedules),
+            episodes=n,
+            seed=cfg.seed,
+            workers=cfg.workers,
+            out=cfg.out,
+            name=time.strftime(f"bench-bamdp-rounds-b{B}-%Y%m%d-%H%M%S"),
+            exact=False,
+            plots=False,
+        )
+        result = run_benchmark(bench)
+        summary = summarise_rounds(result.rows, result.episodes)
+        for r in summary:
+            r["B"] = B
+            r["run_dir"] = str(result.run_dir) if result.run_dir else None
+        out.extend(summary)
+    return out
+
+
+def summarise_rounds(
+    rows: list[dict[str, Any]], episodes: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per setting: the bound, each allocator's mean, bamdp's gap to the bound (± the 95 %
+    half-width of its mean, relative), and the smallest paired difference bamdp − other among
+    the non-oracle competitors (``uniform`` included) with its 95 % half-width."""
+    utility: dict[tuple[str, str], dict[int, float]] = {}
+    for e in episodes:
+        utility.setdefault((e["setting"], e["allocator"]), {})[e["episode"]] = e["utility"]
+    by: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(r["setting"], {})[r["allocator"]] = r
+    out: list[dict[str, Any]] = []
+    for setting, rs in by.items():
+        if "bamdp" not in rs:
+            continue
+        mine = utility[(setting, "bamdp")]
+        bound = rs["bamdp"].get("bound")
+        worst: tuple[float, float, str] | None = None
+        for name in rs:
+            if name in ("bamdp", "oracle"):
+                continue
+            theirs = utility[(setting, name)]
+            diff, half = mean_ci([mine[i] - theirs[i] for i in sorted(theirs)])
+            if worst is None or diff < worst[0]:
+                worst = (diff, half, name)
+        mean = rs["bamdp"]["mean_utility"]
+        out.append(
+            {
+                "setting": setting,
+                "means": {name: r["mean_utility"] for name, r in rs.items()},
+                "bound": bound,
+                "gap_pct": None if bound is None else 100 * (bound - mean) / bound,
+                "gap_ci_pct": None if bound is None else 100 * rs["bamdp"]["ci95"] / bound,
+                "min_diff": None if worst is None else worst[0],
+                "min_diff_ci": None if worst is None else worst[1],
+                "min_diff_vs": None if worst is None else worst[2],
+            }
+        )
+    return out
 
 
 def timing(cfg: BamdpBenchConfig) -> dict[str, float]:
@@ -236,6 +358,72 @@ def priors_from_history(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
     return rows
 
 
+def rounds_table(rows: list[dict[str, Any]]) -> Any:
+    """The rounds grid as a rich table (a row per B and setting)."""
+    from rich.table import Table
+
+    names: list[str] = []
+    for r in rows:
+        names += [n for n in r["means"] if n not in names]
+    t = Table(title="bamdp in rounds: the rounds-aware bound and every allocator (paired)")
+    t.add_column("B", justify="right")
+    t.add_column("setting")
+    t.add_column("bound", justify="right")
+    for n in names:
+        t.add_column(n, justify="right")
+    t.add_column("gap of bamdp", justify="right")
+    t.add_column("bamdp − closest other", justify="right")
+    for r in rows:
+        t.add_row(
+            str(r["B"]),
+            _short(r["setting"]),
+            "—" if r["bound"] is None else f"{r['bound']:.3f}",
+            *(f"{r['means'][n]:.3f}" if n in r["means"] else "" for n in names),
+            "—" if r["gap_pct"] is None else f"{r['gap_pct']:.2f}% ± {r['gap_ci_pct']:.2f}%",
+            "—"
+            if r["min_diff"] is None
+            else f"{r['min_diff']:+.3f} ± {r['min_diff_ci']:.3f} ({r['min_diff_vs']})",
+        )
+    return t
+
+
+def _short(setting: str) -> str:
+    """A grid setting without the env kind and G, the fitted Beta named as such."""
+    a, b = fit_beta("rlvr")
+    return (
+        setting.removeprefix("rounds/")
+        .replace("/G=8", "")
+        .replace(f"beta({a:.6g},{b:.6g})", "Beta fit to rlvr")
+    )
+
+
+def rounds_verdict(rows: list[dict[str, Any]]) -> str:
+    """How many settings meet the targets: within 1 % of the bound, no worse than any other."""
+    bayes = [r for r in rows if r["gap_pct"] is not None]
+    within = [r for r in bayes if r["gap_pct"] <= 1.0]
+    no_worse = [
+        r for r in rows if r["min_diff"] is None or r["min_diff"] + r["min_diff_ci"] >= 0
+    ]
+    above = ", ".join(
+        f"B={r['B']} {_short(r['setting'])} ({r['gap_pct']:.2f}% ± "
+        f"{r['gap_ci_pct']:.2f}%)"
+        for r in bayes
+        if r["gap_pct"] > 1.0
+    )
+    worse = ", ".join(
+        f"B={r['B']} {_short(r['setting'])} (vs {r['min_diff_vs']}: "
+        f"{r['min_diff']:+.3f} ± {r['min_diff_ci']:.3f})"
+        for r in rows
+        if r not in no_worse
+    )
+    return (
+        f"bamdp within 1 % of the rounds-aware bound in {len(within)} of {len(bayes)} Bayes "
+        f"settings{'; above: ' + above if above else ''}. No worse than any non-oracle "
+        f"allocator (paired 95 % CI) in {len(no_worse)} of {len(rows)} settings"
+        f"{'; worse: ' + worse if worse else ''}."
+    )
+
+
 def main(cfg: BamdpBenchConfig) -> dict[str, Any]:
     """Run the parts, print their tables and write ``bench_bamdp.json`` to the out folder."""
     from rich.console import Console
@@ -277,6 +465,11 @@ def main(cfg: BamdpBenchConfig) -> dict[str, Any]:
         rows = big(cfg)
         report["big"] = rows
         quality_table(rows, "B=512, N=4096, informative")
+    if "rounds" in parts:
+        rows = rounds_grid(cfg)
+        report["rounds"] = rows
+        console.print(rounds_table(rows))
+        console.print(rounds_verdict(rows))
     if "timing" in parts:
         tm = timing(cfg)
         report["timing"] = tm

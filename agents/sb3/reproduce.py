@@ -42,6 +42,11 @@ class ReproduceConfig:
 
     time_limit_s: float = field(default=600.0, metadata={"help": "wall-time limit of training"})
     seed: int = field(default=0, metadata={"help": "training seed"})
+    clone: str = field(
+        default="bamdp",
+        metadata={"help": "behaviour-clone this allocator first ('': PPO from scratch)"},
+    )
+    clone_episodes: int = field(default=2000, metadata={"help": "expert episodes to clone"})
     total_timesteps: int | None = field(
         default=None, metadata={"help": "env steps (None: the hyperparameter file's n_timesteps)"}
     )
@@ -79,10 +84,12 @@ def main(cfg: ReproduceConfig) -> Path:
             name=cfg.name,
             time_limit_s=cfg.time_limit_s,
             total_timesteps=cfg.total_timesteps,
+            clone=cfg.clone,
+            clone_episodes=cfg.clone_episodes,
             progress=cfg.progress,
         )
     )
-    candidates = [res.model_path] + ([res.best_path] if res.best_path else [])
+    candidates = [res.model_path] + [p for p in (res.best_path, res.cloned_path) if p]
     select_seed = 10_007  # disjoint from the benchmark's master seeds
     scores = {p: mean_utility(f"sb3:{p}", cfg.select_episodes, select_seed) for p in candidates}
     best = max(scores, key=lambda p: scores[p])

@@ -112,6 +112,18 @@ class TrainConfig:
         metadata={"help": "evaluate uniform and bamdp on the eval seeds for the learning curve"},
     )
     verbose: int = field(default=0, metadata={"help": "SB3 verbosity (0, 1, 2)"})
+    clone: str = field(
+        default="",
+        metadata={
+            "help": "behaviour-clone this allocator (e.g. 'bamdp') before training: the policy "
+            "starts from its decisions (rounds env only; '': start from scratch); the clone is "
+            "kept as cloned.zip"
+        },
+    )
+    clone_episodes: int = field(
+        default=2000, metadata={"help": "expert episodes behind --clone"}
+    )
+    clone_epochs: int = field(default=40, metadata={"help": "passes over the cloned decisions"})
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
@@ -123,6 +135,20 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1 (or none), got {v}")
         if self.eval_episodes < 1:
             raise ValueError(f"eval_episodes must be >= 1, got {self.eval_episodes}")
+        if self.clone:
+            if "Rounds" not in self.env:
+                raise ValueError(
+                    f"--clone fits Box (rounds) actions, but {self.env} is the sequential env: "
+                    "use AdaRoll/BetaBernoulliRounds-v0 or drop --clone"
+                )
+            if self.resume:
+                raise ValueError(
+                    "--clone starts a policy from an expert, --resume continues a trained one: "
+                    "give one of them"
+                )
+            for name in ("clone_episodes", "clone_epochs"):
+                if getattr(self, name) < 1:
+                    raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.time_limit_s is not None and self.time_limit_s <= 0:
             raise ValueError(f"time_limit_s must be > 0 (or none), got {self.time_limit_s}")
         if self.algo == "dqn" and "Rounds" in self.env:
@@ -262,6 +288,7 @@ class TrainResult:
     seconds: float
     steps_per_second: float
     evaluations: list[tuple[int, float]]
+    cloned_path: Path | None = None
 
 
 class SignalStop:
@@ -432,6 +459,26 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
             **algo_kwargs,
         )
     model.adaroll_meta = meta  # saved with every zip (best model and checkpoints too)
+    cloned_path = None
+    if cfg.clone:
+        from agents.sb3.imitation import behaviour_clone
+
+        report = behaviour_clone(
+            model,
+            cfg.env,
+            env_kwargs,
+            expert=cfg.clone,
+            episodes=cfg.clone_episodes,
+            epochs=cfg.clone_epochs,
+            seed=cfg.seed,
+        )
+        cloned_path = save_model(model, run_dir / "cloned.zip", meta)
+        (run_dir / "clone.json").write_text(json.dumps(dataclasses.asdict(report), indent=2) + "\n")
+        print(
+            f"cloned {cfg.clone} from {report.decisions} decisions of {report.episodes} episodes: "
+            f"action MSE {report.action_mse_before:.3f} -> {report.action_mse_after:.3f}; "
+            f"{cloned_path}"
+        )
     start_steps = int(model.num_timesteps)
     t0 = time.perf_counter()
     model.learn(
@@ -478,6 +525,7 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
         seconds=seconds,
         steps_per_second=steps / seconds if seconds > 0 else float("nan"),
         evaluations=evaluations,
+        cloned_path=cloned_path,
     )
     summary = {
         "timesteps": result.timesteps,
@@ -501,6 +549,8 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
 #: what a run of ``adaroll train-sb3`` writes: a fresh start sets these aside, never overwrites
 RESULT_FILES = (
     "config.json",
+    "cloned.zip",
+    "clone.json",
     "hyperparams.json",
     "model.zip",
     "best_model.zip",

@@ -77,3 +77,53 @@ def test_main_writes_the_report_of_the_parts_it_ran(tmp_path, monkeypatch, capsy
     out = capsys.readouterr().out
     assert "0.250 s" in out and "1.50 ms" in out and "20.0 µs" in out
     assert "numba" not in out  # only the builds that were timed are shown
+
+
+def test_schedule_values_of_the_rounds_grid():
+    assert report._schedule_value("4", 512) == "4"
+    assert report._schedule_value("0.75+0.25", 512) == "384+128"
+    assert report._schedule_value("0.75+0.25", 4096) == "3072+1024"
+    assert report._schedule_value("0.5+0.3+0.2", 100) == "50+30+20"
+
+
+def _grid_episodes(setting, utilities):
+    return [
+        {"setting": setting, "allocator": name, "episode": i, "utility": u}
+        for name, values in utilities.items()
+        for i, u in enumerate(values)
+    ]
+
+
+def test_rounds_summary_takes_the_closest_competitor_paired_and_skips_the_oracle():
+    utilities = {
+        "uniform": [1.0, 1.0, 1.0],
+        "bamdp": [2.0, 3.0, 4.0],
+        "vip": [2.5, 2.0, 4.5],  # bamdp − vip by episode: -0.5, 1, -0.5
+        "oracle": [9.0, 9.0, 9.0],
+    }
+    rows = [
+        {"setting": "S", "allocator": n, "mean_utility": sum(v) / 3, "ci95": 0.3, "bound": 3.2}
+        for n, v in utilities.items()
+    ]
+    [r] = report.summarise_rounds(rows, _grid_episodes("S", utilities))
+    assert r["min_diff_vs"] == "vip"
+    assert r["min_diff"] == pytest.approx(0.0)
+    assert r["min_diff_ci"] == pytest.approx(mean_ci([-0.5, 1.0, -0.5])[1])
+    assert r["gap_pct"] == pytest.approx(100 * (3.2 - 3.0) / 3.2)
+    assert r["gap_ci_pct"] == pytest.approx(100 * 0.3 / 3.2)
+    assert r["means"]["oracle"] == 9.0
+
+
+def test_rounds_verdict_counts_the_targets_and_names_the_misses():
+    rows = [
+        {"B": 64, "setting": "rounds/u-shaped/snr(8)/G=8/rounds=2", "gap_pct": 0.5,
+         "gap_ci_pct": 0.4, "min_diff": 0.1, "min_diff_ci": 0.2, "min_diff_vs": "vip"},
+        {"B": 64, "setting": "rounds/u-shaped/snr(4)/G=8/rounds=4", "gap_pct": 1.4,
+         "gap_ci_pct": 0.9, "min_diff": -0.3, "min_diff_ci": 0.1, "min_diff_vs": "kg"},
+        {"B": 64, "setting": "rounds/rlvr/snr(8)/G=8/rounds=2", "gap_pct": None,
+         "gap_ci_pct": None, "min_diff": -0.1, "min_diff_ci": 0.2, "min_diff_vs": "vip"},
+    ]  # fmt: skip
+    text = report.rounds_verdict(rows)
+    assert "within 1 % of the rounds-aware bound in 1 of 2 Bayes settings" in text
+    assert "u-shaped/snr(4)/rounds=4 (1.40% ± 0.90%)" in text
+    assert "in 2 of 3 settings" in text and "(vs kg: -0.300 ± 0.100)" in text
