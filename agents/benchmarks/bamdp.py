@@ -48,7 +48,8 @@ class BamdpBenchConfig:
         default=40, metadata={"help": "paired episodes per history step in the priors part"}
     )
     rounds_b: str = field(
-        default="64,512", metadata={"help": "B values of the rounds grid (N = 8·B), comma-separated"}
+        default="64,512",
+        metadata={"help": "B values of the rounds grid (N = 8·B), comma-separated"},
     )
     rounds_schedules: str = field(
         default="2,4,8,0.75+0.25",
@@ -401,12 +402,9 @@ def rounds_verdict(rows: list[dict[str, Any]]) -> str:
     """How many settings meet the targets: within 1 % of the bound, no worse than any other."""
     bayes = [r for r in rows if r["gap_pct"] is not None]
     within = [r for r in bayes if r["gap_pct"] <= 1.0]
-    no_worse = [
-        r for r in rows if r["min_diff"] is None or r["min_diff"] + r["min_diff_ci"] >= 0
-    ]
+    no_worse = [r for r in rows if r["min_diff"] is None or r["min_diff"] + r["min_diff_ci"] >= 0]
     above = ", ".join(
-        f"B={r['B']} {_short(r['setting'])} ({r['gap_pct']:.2f}% ± "
-        f"{r['gap_ci_pct']:.2f}%)"
+        f"B={r['B']} {_short(r['setting'])} ({r['gap_pct']:.2f}% ± {r['gap_ci_pct']:.2f}%)"
         for r in bayes
         if r["gap_pct"] > 1.0
     )

@@ -10,11 +10,12 @@ The data are the expert's own episodes in the training env: at every decision th
 the policy sees (``agents.sb3.features.flat_features``) and, as the target, the action that
 decodes to exactly the expert's counts, a = 2·c/K − 1 with K the largest count the expert gives
 in any decision of the data (so a question the expert leaves out is −1, and a question's target
-depends on its own count alone; the rounds env splits a round in proportion to (a + 1)/2). The policy's action mean is fitted to it by mean squared
-error and the value head to the expert's return-to-go (the env's rewards summed to the end of
-the episode, γ = 1 as in the shipped hyperparameters), so that PPO's first advantages are not
-noise around an untrained critic. Box-action (rounds) envs only: a sequential env's expert would
-be cloned by cross-entropy on its choice, which is not built.
+depends on its own count alone; the rounds env splits a round in proportion to (a + 1)/2). The
+policy's action mean is fitted to it by mean squared error and the value head to the expert's
+return-to-go (the env's rewards summed to the end of the episode, γ = 1 as in the shipped
+hyperparameters), so that PPO's first advantages are not noise around an untrained critic. Box-
+action (rounds) envs only: a sequential env's expert would be cloned by cross-entropy on its
+choice, which is not built.
 """
 
 from __future__ import annotations

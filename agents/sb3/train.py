@@ -120,9 +120,7 @@ class TrainConfig:
             "kept as cloned.zip"
         },
     )
-    clone_episodes: int = field(
-        default=2000, metadata={"help": "expert episodes behind --clone"}
-    )
+    clone_episodes: int = field(default=2000, metadata={"help": "expert episodes behind --clone"})
     clone_epochs: int = field(default=40, metadata={"help": "passes over the cloned decisions"})
 
     def __post_init__(self) -> None:

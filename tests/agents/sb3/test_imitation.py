@@ -14,7 +14,7 @@ pytest.importorskip("stable_baselines3")
 import adaroll_env
 from adaroll_env.model import decode_action, make_state
 from agents.registry import make_allocator
-from agents.sb3.imitation import behaviour_clone, expert_dataset
+from agents.sb3.imitation import expert_dataset
 from agents.sb3.train import TrainConfig, main
 
 gym.register_envs(adaroll_env)
