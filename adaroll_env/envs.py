@@ -511,6 +511,7 @@ class BetaBernoulliRoundsEnv(_SimulatedAllocationEnv):
                 "a plain array (np.asarray) to have them split"
             )
         successes = self.np_random.binomial(counts, self._true_p)
-        self._state = model.apply_counts(p, self._state, counts, successes)
+        # decode_action's counts fit the round and the caps, and successes <= counts: no checks
+        self._state = model.advance(self._state, counts, successes)
         self._last_counts = counts
         return self._finish_step()

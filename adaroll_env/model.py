@@ -553,7 +553,15 @@ def apply_counts(
         )
     if np.any(state.rollouts + c > params.cap):
         raise ValueError(f"round pushes a question past its cap of {params.cap} rollouts")
-    return _state(state.successes + k, state.failures + (c - k))
+    return advance(state, c, k)
+
+
+def advance(
+    state: AllocationState, counts: NDArray[np.int64], successes: NDArray[np.int64]
+) -> AllocationState:
+    """``apply_counts`` without its checks, for callers whose counts are valid by construction
+    (the rounds env: counts from ``decode_action``, successes drawn from them)."""
+    return _state(state.successes + successes, state.failures + (counts - successes))
 
 
 def observation_space(params: AllocationParams, *, reveal_truth: bool = False) -> spaces.Dict:

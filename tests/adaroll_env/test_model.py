@@ -272,6 +272,17 @@ def test_apply_counts(params3):
     assert budget_left(params3, st2) == 0
 
 
+def test_advance_is_apply_counts_without_the_checks(params3):
+    from adaroll_env.model import advance
+
+    st0 = initial_state(params3)
+    c, k = np.array([2, 0, 3]), np.array([1, 0, 3])
+    a, b = advance(st0, c, k), apply_counts(params3, st0, c, k)
+    for field in ("successes", "failures", "rollouts"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    assert a.spent == b.spent == 5 and not a.failures.flags.writeable
+
+
 def test_apply_counts_errors():
     p = AllocationParams(num_questions=2, budget=6, max_group=4, mode="rounds", round_size=2)
     st0 = initial_state(p)
