@@ -22,7 +22,9 @@ How it maps the engine interface (``trainers.engines.base``) onto vLLM (0.32 is 
   returns the log-softmax of the raw logits: exact at temperature 1 whatever ``top_p``, wrong at
   any other temperature. vLLM fixes the mode per engine, not per request, so the engine warns
   once when a request cannot be matched exactly by the mode it was built with.
-* **Weight sync**: ``sync_weights(model)`` pushes ``model.state_dict()`` through
+* **Weight sync**: ``sync_weights(model)`` pushes ``model.state_dict()`` (under the names
+  saved on disk, ``trainers.models.loading.state_dict_as_saved``: GPT-NeoX's head is
+  ``embed_out`` there) through
   ``collective_rpc("reload_weights", weights_iterator=...)`` (vLLM's in-place reload; it also
   re-packs the weights for the CPU kernels, which loading them straight into the model does not),
   then ``reset_prefix_cache()``. Tied embeddings: the state dict carries ``lm_head.weight`` and
@@ -294,9 +296,12 @@ class VLLMEngine:
         if self.llm is None:
             raise RuntimeError("this VLLMEngine is closed: build a new one")
         start = time.perf_counter()
+        from trainers.models.loading import state_dict_as_saved
+
         module = getattr(model, "module", model)  # a DDP/accelerate wrapper's module
         with torch.no_grad():
-            weights = [(k, v.detach()) for k, v in module.state_dict().items()]
+            # the names on disk, which vLLM's loaders read (GPT-NeoX: embed_out, not lm_head)
+            weights = [(k, v.detach()) for k, v in state_dict_as_saved(module).items()]
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()
         self.last_sync_seconds = time.perf_counter() - start

@@ -2,6 +2,7 @@
 
 - ``resolve_model_dir("tiny" | DIR)``: the local directory a model name stands for (the cached
   warm-started tiny model, built on first use, or a saved model directory).
+- ``state_dict_as_saved(model)``: the weights under the names saved on disk (for vLLM's sync).
 - ``weights_sha256(DIR)``: a short digest of a model directory's weight files, to tell warm
   starts apart in results.
 - ``load_policy("tiny" | DIR)``: model and tokenizer ready for the trainer (dropout off, left
@@ -63,6 +64,7 @@ __all__ = [
     "has_dropout",
     "load_policy",
     "resolve_model_dir",
+    "state_dict_as_saved",
     "tiny_model_dir",
     "weights_sha256",
 ]
@@ -78,7 +80,10 @@ def resolve_model_dir(path_or_name: str) -> Path:
     if path_or_name == "tiny":
         return ensure_tiny_model()
     directory = Path(path_or_name).expanduser()
-    fix = "run `adaroll pretrain-tiny --out DIR` or pass a local model directory"
+    fix = (
+        "run `adaroll pretrain-tiny --out DIR` or `adaroll warm-start --out DIR`, or pass a "
+        "local model directory"
+    )
     if not directory.exists():
         raise MissingPathError(
             f"model {path_or_name!r} is neither 'tiny' nor an existing local directory "
@@ -106,6 +111,19 @@ def weights_sha256(directory: str | Path, length: int = 12) -> str | None:
             while chunk := fh.read(1 << 20):
                 digest.update(chunk)
     return digest.hexdigest()[:length]
+
+
+def state_dict_as_saved(model: Any) -> dict[str, torch.Tensor]:
+    """``model.state_dict()`` under the names ``save_pretrained`` writes to disk, which is what
+    loaders of saved checkpoints expect (vLLM's ``reload_weights``): transformers renames some
+    families' weights when saving (GPT-NeoX's ``lm_head`` is ``embed_out`` on disk). Tied copies
+    (``lm_head.weight``) stay; other families come back unchanged."""
+    state = dict(model.state_dict())
+    try:
+        from transformers.core_model_loading import revert_weight_conversion
+    except ImportError:  # a transformers without weight renaming: the names are the saved ones
+        return state
+    return dict(revert_weight_conversion(model, state))
 
 
 def load_policy(

@@ -125,7 +125,7 @@ class WarmStartConfig:
             f"training examples a synthetic task generates (arithmetic: {ARITHMETIC_TRAIN:,})"
         ),
     )
-    steps: int = field(default=1000, metadata=_help("optimizer steps"))
+    steps: int = field(default=800, metadata=_help("optimizer steps"))
     batch_size: int = field(default=64, metadata=_help("sequences per step"))
     lr: float = field(default=1e-3, metadata=_help("peak AdamW learning rate"))
     weight_decay: float = field(default=0.0, metadata=_help("AdamW weight decay"))
@@ -481,7 +481,10 @@ def model_card(
         "task": task_spec,
         "architecture": plan.arch,
         "model_type": result.model.config.model_type,
-        "size": dataclasses.asdict(plan.size),
+        "size": {
+            **dataclasses.asdict(plan.size),
+            "intermediate_size": plan.size.mlp_width(plan.arch),
+        },
         "parameters": parameter_count(result.model),
         "steps": plan.schedule.steps,
         "weights_sha256": weights_sha256(directory, length=64),

@@ -89,6 +89,12 @@ def load_checkpoint(trainer: Any, directory: str | os.PathLike[str]) -> None:
     tied = bool(getattr(trainer.policy.config, "tie_word_embeddings", False))
     bad = [k for k in missing if not (tied and "lm_head" in k)]
     if bad or unexpected:
+        # saved under other names than the modules': transformers renames some families' weights
+        # when saving (GPT-NeoX's lm_head is embed_out on disk), so load them as it does
+        weights = _loaded_as_saved(trainer.policy, d / "model")
+        missing, unexpected = trainer.policy.load_state_dict(weights, strict=False)
+        bad = [k for k in missing if not (tied and "lm_head" in k)]
+    if bad or unexpected:
         raise ValueError(
             f"checkpoint {d} does not match the model: missing {bad[:5]}, unexpected "
             f"{list(unexpected)[:5]}: resume with the same --model"
@@ -103,6 +109,16 @@ def load_checkpoint(trainer: Any, directory: str | os.PathLike[str]) -> None:
         )
     trainer.load_state_dict(torch.load(state_file, weights_only=False))
     trainer.engine.sync_weights(trainer.policy)
+
+
+def _loaded_as_saved(policy: Any, directory: Path) -> dict[str, Any]:
+    """The state dict of the model saved in ``directory``, loaded by transformers (its renaming
+    of saved weight names undone), in ``policy``'s class, config and dtype."""
+    dtype = next(policy.parameters()).dtype
+    loaded = type(policy).from_pretrained(
+        directory, config=policy.config, local_files_only=True, dtype=dtype
+    )
+    return dict(loaded.state_dict())
 
 
 # --- the configs that ran ---------------------------------------------------------------------

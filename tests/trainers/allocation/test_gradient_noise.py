@@ -12,6 +12,10 @@ import torch
 from trainers.allocation.gradient_noise import Projection, noise_ratio
 from trainers.grpo import GRPOConfig
 from trainers.grpo.trainer import GRPOTrainer
+from trainers.models.architectures import ARCHITECTURES
+
+#: the tiny model and every model family (smoke warm starts, trained on a parity reward)
+MODELS = ["tiny", *ARCHITECTURES]
 
 
 @pytest.mark.parametrize("sb, sw", [(1.0, 2.0), (2.0, 1.0), (1.0, 0.5)])
@@ -82,8 +86,11 @@ def _cfg(model_dir, **kw):
     return GRPOConfig(**base)
 
 
-def test_the_trainer_logs_kappa_every_n_steps(tiny_model_dir):
-    t = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=2))
+@pytest.mark.parametrize("model_case", MODELS, indirect=True)
+def test_the_trainer_logs_kappa_every_n_steps(model_case):
+    # every family's output layer (GPT-NeoX: an untied embed_out) and last hidden state
+    tiny_model_dir, task = model_case.directory, model_case.task_kwargs()
+    t = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=2), **task)
     reports = [t.train_step() for _ in range(4)]
     measured = [r for r in reports if "gradient_noise/kappa" in r.extra]
     assert [r.step for r in measured] == [1, 3]  # steps are numbered from 1: the 1st and 3rd
@@ -93,19 +100,23 @@ def test_the_trainer_logs_kappa_every_n_steps(tiny_model_dir):
             assert r.extra["gradient_noise/within"] > 0
             assert not math.isnan(r.extra["gradient_noise/kappa"])
     assert "gradient_noise/kappa" in measured[0].as_dict()
-    off = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=0))
+    off = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=0), **task)
     assert "gradient_noise/kappa" not in off.train_step().extra
 
 
-def test_measuring_changes_no_update(tiny_model_dir):
+@pytest.mark.parametrize("model_case", MODELS, indirect=True)
+def test_measuring_changes_no_update(model_case):
     """The measurement reads the update's forward passes and changes no weight."""
-    a = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=1))
-    b = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=0))
+    tiny_model_dir, task = model_case.directory, model_case.task_kwargs()
+    a = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=1), **task)
+    b = GRPOTrainer(_cfg(tiny_model_dir, gradient_noise_every=0), **task)
+    start = [p.detach().clone() for p in a.policy.parameters()]
     for _ in range(2):
         a.train_step()
         b.train_step()
     for pa, pb in zip(a.policy.parameters(), b.policy.parameters(), strict=True):
         torch.testing.assert_close(pa, pb, rtol=0, atol=0)
+    assert any(not torch.equal(s, p) for s, p in zip(start, a.policy.parameters(), strict=True))
 
 
 def test_auto_kappa_follows_the_median_on_a_grid():

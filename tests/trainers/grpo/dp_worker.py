@@ -1,7 +1,10 @@
-"""Worker for the data-parallel test: ``torchrun --nproc_per_node 2 dp_worker.py MODEL OUT``.
+"""Worker for the data-parallel test: ``torchrun --nproc_per_node 2 dp_worker.py MODEL OUT
+[parity]``.
 
 Each rank trains a few GRPO steps on its shard of the prompts through accelerate (gloo on CPU),
 writes a checkpoint, then records a hash of its parameters, its prompt ids and its reports.
+With ``parity`` the rollouts are rewarded for an odd length (the model families' smoke warm
+starts solve almost no sum, and a step without mixed groups would not train).
 """
 
 from __future__ import annotations
@@ -10,15 +13,21 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from trainers.grpo import GRPOConfig
 from trainers.grpo.trainer import GRPOTrainer
 from trainers.run.grpo_command import save_checkpoint
+from trainers.tasks import make_task
 
 
-def main(model_dir: str, out: str) -> None:
+def parity(prompts: list[str], completions: list[str], **kw: Any) -> list[float]:
+    return [float(len(c) % 2) for c in completions]
+
+
+def main(model_dir: str, out: str, reward: str = "exact") -> None:
     cfg = GRPOConfig(
         model=model_dir,
         allocator="bamdp",
@@ -32,7 +41,10 @@ def main(model_dir: str, out: str) -> None:
         progress=False,
         seed=3,
     )
-    trainer = GRPOTrainer(cfg)
+    task = None
+    if reward == "parity":
+        task = make_task("arithmetic", seed=0, num_train=2000, reward_funcs=parity)
+    trainer = GRPOTrainer(cfg, task=task)
     start = [p.detach().clone() for p in trainer.policy.parameters()]
     reports, prompt_ids = [], []
     for _ in range(3):
@@ -56,4 +68,4 @@ def main(model_dir: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])

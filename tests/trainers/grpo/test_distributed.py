@@ -10,19 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from trainers.models.architectures import ARCHITECTURES
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
-def test_two_processes_share_prompts_and_stay_identical(
-    tiny_model_dir: Path, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize("model_case", ["tiny", *ARCHITECTURES], indirect=True)
+def test_two_processes_share_prompts_and_stay_identical(model_case, tmp_path: Path) -> None:
+    # every model family under DDP (the families train on a parity reward: see dp_worker)
     env = dict(
         os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false"
     )
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-        str(Path(__file__).with_name("dp_worker.py")), str(tiny_model_dir), str(tmp_path),
+        str(Path(__file__).with_name("dp_worker.py")), str(model_case.directory), str(tmp_path),
+        "exact" if model_case.task is None else "parity",
     ]  # fmt: skip
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]

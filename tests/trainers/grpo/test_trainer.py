@@ -16,6 +16,7 @@ from adaroll_env.utilities import get_utility
 from agents.baselines import UniformAllocator
 from trainers.grpo import GRPOConfig
 from trainers.grpo.trainer import GRPOTrainer
+from trainers.models.architectures import ARCHITECTURES
 from trainers.run.grpo_command import checkpoint_dirs, main, read_jsonl
 from trainers.tasks import make_task
 
@@ -36,9 +37,16 @@ def small_cfg(model_dir: Path, **kw: Any) -> GRPOConfig:
     return GRPOConfig(**base)
 
 
+#: the tiny model and every model family (smoke warm starts, trained on a parity reward)
+MODELS = ["tiny", *ARCHITECTURES]
+
+
 # --- the step API ------------------------------------------------------------------------------
-def test_step_api_spends_the_budget_and_reports_utilities(tiny_model_dir: Path) -> None:
-    trainer = GRPOTrainer(small_cfg(tiny_model_dir, budget=24, round_size=6))
+@pytest.mark.parametrize("model_case", MODELS, indirect=True)
+def test_step_api_spends_the_budget_and_reports_utilities(model_case: Any) -> None:
+    trainer = GRPOTrainer(
+        small_cfg(model_case.directory, budget=24, round_size=6), **model_case.task_kwargs()
+    )
     obs = trainer.begin_step()
     params = trainer.params
     assert params is not None and params.budget == 24 and params.mode == "rounds"
@@ -188,21 +196,25 @@ def _weights(directory: Path) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.slow
-def test_resume_continues_exactly(tiny_model_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("model_case", MODELS, indirect=True)
+def test_resume_continues_exactly(model_case: Any, tmp_path: Path) -> None:
+    # every family: its weights (tied or not) come back from the checkpoint exactly
+    model_dir, task = model_case.directory, model_case.task_kwargs()
     kw: dict[str, Any] = {"allocator": "bamdp", "lr": 1e-3, "eval_every": 2, "eval_size": 16}
     straight = tmp_path / "straight"
-    main(small_cfg(tiny_model_dir, steps=4, save_every=2, out=str(straight), **kw))
+    main(small_cfg(model_dir, steps=4, save_every=2, out=str(straight), **kw), **task)
     split = tmp_path / "split"
-    main(small_cfg(tiny_model_dir, steps=2, save_every=2, out=str(split), **kw))
+    main(small_cfg(model_dir, steps=2, save_every=2, out=str(split), **kw), **task)
     with pytest.raises(ValueError, match="--resume"):
-        main(small_cfg(tiny_model_dir, steps=4, out=str(split), **kw))
+        main(small_cfg(model_dir, steps=4, out=str(split), **kw), **task)
     # a run killed while writing its next checkpoint leaves a temporary directory behind
     (split / "checkpoints" / ".tmp-step-000003").mkdir()
-    main(small_cfg(tiny_model_dir, steps=4, save_every=2, out=str(split), resume=True, **kw))
+    main(small_cfg(model_dir, steps=4, save_every=2, out=str(split), resume=True, **kw), **task)
     a, b = read_jsonl(straight / "metrics.jsonl"), read_jsonl(split / "metrics.jsonl")
     assert [r["step"] for r in b] == [1, 2, 3, 4]
     for key in ("loss", "reward", "informative_frac", "rollouts_total", "grad_norm"):
         assert [r[key] for r in a] == [r[key] for r in b], key
+    assert any(r["grad_norm"] > 0 for r in a)  # the steps had something to learn
     ea, eb = read_jsonl(straight / "eval.jsonl"), read_jsonl(split / "eval.jsonl")
     for rec in (*ea, *eb):
         rec.pop("seconds")  # wall-clock: the one field that differs
@@ -220,12 +232,14 @@ def test_resume_continues_exactly(tiny_model_dir: Path, tmp_path: Path) -> None:
     assert (split / "curve.png").exists() and (split / "config.json").exists()
 
 
-def test_grpo_command_line(tiny_model_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("model_case", MODELS, indirect=True)
+def test_grpo_command_line(model_case: Any, tmp_path: Path) -> None:
     from trainers.cli import main as cli
 
+    model_dir = model_case.directory  # --model DIR: a warm start of any family
     out = tmp_path / "run"
     code = cli(
-        ["grpo", "--model", str(tiny_model_dir), "--steps", "2", "--batch-size", "4",
+        ["grpo", "--model", str(model_dir), "--steps", "2", "--batch-size", "4",
          "--group-size", "2", "--eval-every", "2", "--eval-size", "8", "--no-progress",
          "--allocator", "thompson", "--out", str(out), "--device", "cpu"]
     )  # fmt: skip
@@ -236,7 +250,7 @@ def test_grpo_command_line(tiny_model_dir: Path, tmp_path: Path) -> None:
     versions = json.loads((out / "versions.json").read_text())
     assert "torch" in versions and "transformers" in versions
     with pytest.raises(SystemExit) as bad:
-        cli(["grpo", "--model", str(tiny_model_dir), "--loss-type", "ppo"])
+        cli(["grpo", "--model", str(model_dir), "--loss-type", "ppo"])
     assert bad.value.code == 2
 
 

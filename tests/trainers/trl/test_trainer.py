@@ -25,6 +25,7 @@ import trl
 from datasets import Dataset
 
 from trainers.grpo import group_advantages
+from trainers.models.architectures import ARCHITECTURES
 from trainers.models.loading import load_policy
 from trainers.tasks import make_task
 from trainers.trl.trainer import (
@@ -54,6 +55,24 @@ class Recorder:
         out = [1.0 if c.strip() == a else 0.0 for c, a in zip(completions, answer, strict=True)]
         self.calls.append((list(prompts), list(completions), out))
         return out
+
+
+class Parity(Recorder):
+    """Rewards an odd completion length (recorded like ``Recorder``): the model families' smoke
+    warm starts solve almost no sum, so their tests need a reward any policy half meets."""
+
+    def __call__(
+        self, prompts: list[str], completions: list[str], answer: list[str], **kw: Any
+    ) -> list[float]:
+        out = [float(len(c) % 2) for c in completions]
+        self.calls.append((list(prompts), list(completions), out))
+        return out
+
+
+#: the tiny model and every model family
+MODELS = ["tiny", *ARCHITECTURES]
+#: the same, the families marked slow (building TRL trainers takes seconds)
+MODELS_SLOW = ["tiny", *(pytest.param(a, marks=pytest.mark.slow) for a in ARCHITECTURES)]
 
 
 @pytest.fixture(scope="module")
@@ -153,16 +172,24 @@ def by_hand(prompts: list[str], rewards: list[float], scale: str = "group") -> n
 
 
 # --- uniform is plain TRL ----------------------------------------------------------------------
+@pytest.mark.parametrize("model_case", MODELS_SLOW, indirect=True)
 def test_uniform_reproduces_plain_trl_exactly(
-    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path
+    model_case: Any, dataset: Dataset, tmp_path: Path
 ) -> None:
+    model_dir = model_case.directory
+    reward = Recorder if model_case.task is None else Parity
     # each trainer seeds torch when built, so each is built just before it trains
-    plain = build(trl.GRPOTrainer, tiny_model_dir, dataset, tmp_path / "a")
+    plain = build(trl.GRPOTrainer, model_dir, dataset, tmp_path / "a", reward=reward())
     start = [p.detach().clone() for p in plain.model.parameters()]
     plain_seen = capture(plain)
     train(plain)
     ours = build(
-        AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path / "b", allocator="uniform"
+        AllocatingGRPOTrainer,
+        model_dir,
+        dataset,
+        tmp_path / "b",
+        reward=reward(),
+        allocator="uniform",
     )
     ours_seen = capture(ours)
     train(ours)
@@ -378,8 +405,9 @@ def free_port() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("model_case", MODELS, indirect=True)
 def test_accelerate_launch_two_cpu_processes_keep_replicas_identical(
-    tiny_model_dir: Path, tmp_path: Path
+    model_case: Any, tmp_path: Path
 ) -> None:
     # accelerate's --cpu flag starts one process (several CPU processes go through MPI there);
     # --multi_gpu starts them through torchrun, and the worker's use_cpu=True with
@@ -391,7 +419,8 @@ def test_accelerate_launch_two_cpu_processes_keep_replicas_identical(
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
         "--main_process_port", str(free_port()),
-        str(Path(__file__).with_name("trl_worker.py")), str(tiny_model_dir), str(tmp_path),
+        str(Path(__file__).with_name("trl_worker.py")), str(model_case.directory), str(tmp_path),
+        "exact" if model_case.task is None else "parity",
     ]  # fmt: skip
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]

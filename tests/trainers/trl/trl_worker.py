@@ -1,5 +1,5 @@
 """Worker of the TRL multi-process test: ``accelerate launch --cpu --num_processes 2
-trl_worker.py MODEL OUT``.
+trl_worker.py MODEL OUT [parity]``.
 
 Each process trains 3 steps of ``AllocatingGRPOTrainer`` with ``bamdp`` (gloo on CPU), then
 writes a hash of its parameters, its belief store, the allocations and its local batch sizes.
@@ -27,7 +27,12 @@ def exact(prompts: list[str], completions: list[str], answer: list[str], **kw: A
     return [1.0 if c.strip() == a else 0.0 for c, a in zip(completions, answer, strict=True)]
 
 
-def main(model_dir: str, out: str) -> None:
+def parity(prompts: list[str], completions: list[str], **kw: Any) -> list[float]:
+    """An odd length succeeds: the model families' smoke warm starts solve almost no sum."""
+    return [float(len(c) % 2) for c in completions]
+
+
+def main(model_dir: str, out: str, reward: str = "exact") -> None:
     task = make_task("arithmetic", seed=0, num_train=256, num_test=8)
     data = Dataset.from_dict(
         {"prompt": [e.prompt for e in task.train], "answer": [e.answer for e in task.train]}
@@ -58,7 +63,7 @@ def main(model_dir: str, out: str) -> None:
     start = [p.detach().clone() for p in model.parameters()]
     trainer = AllocatingGRPOTrainer(
         model=model,
-        reward_funcs=exact,
+        reward_funcs=parity if reward == "parity" else exact,
         args=args,
         train_dataset=data,
         processing_class=tok,
@@ -94,4 +99,4 @@ def main(model_dir: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
