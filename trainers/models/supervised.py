@@ -286,12 +286,14 @@ def train_supervised(
             if signum is not None:
                 stopping.clear()
                 path = checkpoint(step)
-                raise stopping.RunInterrupted(
-                    signum,
+                progress.stop()
+                message = (
                     f"adaroll {control.label}: stopped by {stopping.signal_name(signum)} after "
                     f"step {step} of {schedule.steps}, checkpoint saved in {path}: continue "
-                    f"with: {control.resume_command}",
+                    f"with: {control.resume_command}"
                 )
+                print(message, flush=True)  # one line, never wrapped
+                raise stopping.RunInterrupted(signum, message)
             idx = torch.from_numpy(stream[step])
             width = int(lengths[idx].max())
             batch_ids = input_ids[idx, :width]  # [B, T]

@@ -399,7 +399,7 @@ def main(cfg: PretrainConfig) -> Path:
         if cfg.out is not None:
             out = Path(cfg.out)
             if cfg.resume and _is_complete(out):
-                Console().print(f"already finished: {out} (nothing to resume)")
+                print(f"already finished: {out} (nothing to resume)")
                 return out
             resume = prepare_out(
                 out, resume=cfg.resume, recipe=cfg.recipe(), command="pretrain-tiny"

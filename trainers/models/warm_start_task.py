@@ -122,7 +122,8 @@ class WarmStartConfig:
     task_size: int | None = field(
         default=None,
         metadata=_help(
-            f"training examples a synthetic task generates (arithmetic: {ARITHMETIC_TRAIN:,})"
+            f"training examples the arithmetic task generates (none: {ARITHMETIC_TRAIN:,}); "
+            "other tasks are sized in their spec"
         ),
     )
     steps: int = field(default=800, metadata=_help("optimizer steps"))
@@ -295,7 +296,10 @@ def plan_for(cfg: WarmStartConfig) -> WarmStartPlan:
     if cfg.task == "arithmetic":
         kwargs = {"num_train": cfg.task_size or ARITHMETIC_TRAIN, "pool": "warmup"}
     elif cfg.task_size is not None:
-        kwargs = {"num_train": cfg.task_size}
+        raise ValueError(
+            f"task_size ({cfg.task_size}) sizes the arithmetic task only; size {cfg.task!r} in "
+            "its spec where it takes a size (e.g. rg:chain_sum?num_train=5000)"
+        )
     task = make_task(cfg.task, seed=cfg.task_seed, **kwargs)
     if not task.train or not task.test:
         raise ValueError(
@@ -647,7 +651,7 @@ def main(cfg: WarmStartConfig) -> Path:
         if cfg.out is not None:
             out = Path(cfg.out)
             if cfg.resume and is_complete(out):
-                Console().print(f"already finished: {out} (nothing to resume)")
+                print(f"already finished: {out} (nothing to resume)")
                 return out
             resume = prepare_out(out, resume=cfg.resume, recipe=cfg.recipe(), command="warm-start")
             path = train_and_save(cfg, out, resume=resume)
