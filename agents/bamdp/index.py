@@ -91,8 +91,10 @@ class IndexTable:
     index: NDArray[np.float64]
 
 
+@functools.lru_cache(maxsize=256)
 def utility_range(fn: UtilityFn, cap: int) -> tuple[float, float]:
-    """(min, max) of u over the triangle n ≤ cap (by levels, so cap in the thousands is fine)."""
+    """(min, max) of u over the triangle n ≤ cap (by levels, so cap in the thousands is fine);
+    remembered per (utility, cap): the plan, the bound and the tables of one setting all ask."""
     lo, hi = math.inf, -math.inf
     for n in range(cap + 1):
         s = np.arange(n + 1)

@@ -60,6 +60,10 @@ __all__ = [
 
 #: Largest n covered by a rounds table when the cap is larger.
 MAX_ROUNDS_HORIZON = 128
+#: Dual evaluations of the derivative-free polish, per round of the schedule (40 per round
+#: before: the same bound in four of five settings checked, 0.011 % looser in the fifth, eight
+#: rounds of informative at B = 64, and a plan three times faster).
+POLISH_EVALS = 10
 #: The exact knapsack is used while B·R·M stays under this many cells.
 EXACT_SPLIT_CELLS = 20_000_000
 
@@ -391,7 +395,12 @@ def minimise_dual(
         g,
         x0,
         method="Nelder-Mead",
-        options={"initial_simplex": simplex, "maxfev": 40 * T, "xatol": 1e-7, "fatol": 1e-9},
+        options={
+            "initial_simplex": simplex,
+            "maxfev": POLISH_EVALS * T,
+            "xatol": 1e-7,
+            "fatol": 1e-9,
+        },
     )
     k = int(np.argmin(vs))
     return xs[k], float(vs[k])

@@ -247,7 +247,8 @@ def summarise_rounds(
 
 
 def timing(cfg: BamdpBenchConfig) -> dict[str, float]:
-    """Table build at cap 256 (fresh), a round of 512 at B=512, a sequential act at B=512."""
+    """Table build at cap 256 (fresh), a round of 512 and one of 2,048 at B=512, the rounds plan
+    of a new prior, a sequential act at B=512."""
     out: dict[str, float] = {}
     from agents.bamdp import _jit
 
@@ -274,6 +275,45 @@ def timing(cfg: BamdpBenchConfig) -> dict[str, float]:
             rounds.append(time.perf_counter() - t0)
             obs, _, done, _, _ = env.step(adaroll_env.encode_counts(counts))
     out["round_512_at_B512_ms_median"] = 1e3 * statistics.median(rounds)
+    # two rounds of 2,048 (the trainer's default schedule at this size), and the plan a new
+    # prior needs (prices and continuation tables, built once per prior and schedule)
+    from adaroll_env.model import AllocationParams
+    from agents.bamdp.rounds import _arrays, plan_rounds
+
+    env = gym.make(
+        "AdaRoll/BetaBernoulliRounds-v0",
+        num_questions=512,
+        budget=4096,
+        difficulty=(0.3, 0.3),
+        round_size=2048,
+    )
+    alloc = make_allocator("bamdp", env)
+    rounds = []
+    for ep in range(5):
+        obs, _ = env.reset(seed=ep)
+        done = False
+        while not done:
+            t0 = time.perf_counter()
+            counts = alloc.allocate(obs)
+            rounds.append(time.perf_counter() - t0)
+            obs, _, done, _, _ = env.step(adaroll_env.encode_counts(counts))
+    out["round_2048_at_B512_ms_median"] = 1e3 * statistics.median(rounds)
+    plans = []
+    for pa, pb in [(0.31, 0.29), (0.62, 1.4), (2.2, 0.7)]:
+        params = AllocationParams(
+            num_questions=512,
+            budget=4096,
+            mode="rounds",
+            round_size=2048,
+            utility="snr(8)",
+            prior_alpha=pa,
+            prior_beta=pb,
+        )
+        _arrays.cache_clear()
+        t0 = time.perf_counter()
+        plan_rounds(params)
+        plans.append(time.perf_counter() - t0)
+    out["rounds_plan_new_prior_s_median"] = statistics.median(plans)
     env = gym.make(
         "AdaRoll/BetaBernoulli-v0", num_questions=512, budget=4096, difficulty=(0.3, 0.3)
     )
@@ -487,6 +527,17 @@ def main(cfg: BamdpBenchConfig) -> dict[str, Any]:
             f"{tm['round_512_at_B512_ms_median']:.2f} ms",
             "< 2 ms",
         )
+        if "round_2048_at_B512_ms_median" in tm:
+            t.add_row(
+                "round of 2,048 at B=512, two rounds (median)",
+                f"{tm['round_2048_at_B512_ms_median']:.2f} ms",
+                "< 2 ms",
+            )
+            t.add_row(
+                "rounds plan of a new prior, two rounds at B=512",
+                f"{tm['rounds_plan_new_prior_s_median']:.3f} s",
+                "< 1 s",
+            )
         t.add_row(
             "sequential act at B=512 (median)",
             f"{tm['sequential_act_at_B512_us_median']:.1f} µs",

@@ -32,6 +32,9 @@ from agents.sb3.features import flat_features
 
 __all__ = ["CloneReport", "behaviour_clone", "expert_dataset"]
 
+#: A question the expert leaves out is fitted below -1 by this margin (its clipped action is -1).
+ZERO_MARGIN = 0.25
+
 
 @dataclass(frozen=True)
 class CloneReport:
@@ -96,7 +99,7 @@ def behaviour_clone(
     *,
     expert: str = "bamdp",
     episodes: int = 2000,
-    epochs: int = 30,
+    epochs: int = 200,
     batch_size: int = 256,
     lr: float = 1e-3,
     seed: int = 0,
@@ -114,11 +117,19 @@ def behaviour_clone(
     Y = th.as_tensor(y, device=device)
     G = th.as_tensor(g, device=device)
 
+    left_out = Y <= -1.0  # questions the expert gave nothing: any mean <= -1 decodes to 0
+
+    def action_loss(mean: Any, target: Any, out: Any) -> Any:
+        # squared error to the target, except that a left-out question is only pushed below
+        # -1 - margin (the allocator clips to [-1, 1], so it then decodes to exactly 0)
+        hinge = th.clamp(mean - (-1.0 - ZERO_MARGIN), min=0.0)
+        return th.where(out, hinge, mean - target).pow(2).mean()
+
     def losses() -> tuple[float, float]:
         with th.no_grad():
             mean = policy.get_distribution(X).distribution.mean
             value = policy.predict_values(X).squeeze(-1)
-            return float(((mean - Y) ** 2).mean()), float(((value - G) ** 2).mean())
+            return float(action_loss(mean, Y, left_out)), float(((value - G) ** 2).mean())
 
     before = losses()
     trainable = [p for name, p in policy.named_parameters() if name != "log_std"]
@@ -133,7 +144,8 @@ def behaviour_clone(
             xb = X[idx]
             mean = policy.get_distribution(xb).distribution.mean
             value = policy.predict_values(xb).squeeze(-1)
-            loss = ((mean - Y[idx]) ** 2).mean() + (((value - G[idx]) / scale) ** 2).mean()
+            value_loss = (((value - G[idx]) / scale) ** 2).mean()
+            loss = action_loss(mean, Y[idx], left_out[idx]) + value_loss
             opt.zero_grad()
             loss.backward()
             opt.step()

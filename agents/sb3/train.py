@@ -121,7 +121,7 @@ class TrainConfig:
         },
     )
     clone_episodes: int = field(default=2000, metadata={"help": "expert episodes behind --clone"})
-    clone_epochs: int = field(default=40, metadata={"help": "passes over the cloned decisions"})
+    clone_epochs: int = field(default=200, metadata={"help": "passes over the cloned decisions"})
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
