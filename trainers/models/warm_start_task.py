@@ -104,7 +104,9 @@ class WarmStartConfig:
 
     task: str = field(
         default="arithmetic",
-        metadata=_help("task spec, as for adaroll grpo: 'arithmetic', 'sample', 'jsonl:PATH', ..."),
+        metadata=_help(
+            "task spec, as for adaroll grpo: 'arithmetic', 'sample', 'jsonl:PATH', 'rg:<dataset>'"
+        ),
     )
     arch: str = field(default="llama", metadata=_help(f"architecture: {', '.join(ARCHITECTURES)}"))
     out: str | None = field(
@@ -309,7 +311,7 @@ def plan_for(cfg: WarmStartConfig) -> WarmStartPlan:
     weights = level_weights_for(task.train, cfg.level_weights)
     train = [ex for ex in task.train if ex.level < weights.size and weights[ex.level] > 0]
     test = held_out_subset(task.test, cfg.eval_size)
-    tok = build_tiny_tokenizer()
+    tok = build_tiny_tokenizer(model_max_length=1 << 30)  # measures: no length warning
     longest_answer = max(
         len(ids)
         for ids in tok(

@@ -20,7 +20,6 @@ from trainers import cli
 from trainers.grpo.evaluation import held_out_subset
 from trainers.models import supervised
 from trainers.models.loading import load_policy, weights_sha256
-from trainers.models.supervised import build_once, encode_supervised
 from trainers.models.tiny import build_tiny_tokenizer
 from trainers.models.warm_start_task import (
     MODEL_CARD,
@@ -32,7 +31,6 @@ from trainers.models.warm_start_task import (
     plan_for,
     warm_start_dir,
 )
-from trainers.run.stopping import RunInterrupted
 from trainers.tasks import Example, make_task
 
 #: a warm start of a few seconds: one narrow layer, a small task pool, a small report
@@ -109,15 +107,6 @@ def test_the_context_follows_the_task_and_a_short_one_is_refused() -> None:
     assert plan.size.context - 64 < longest + 1 + 32
     with pytest.raises(ValueError, match=r"context \(40\) is shorter than the task's longest"):
         plan_for(WarmStartConfig(task="sample", context=40))
-
-
-def test_answers_are_encoded_after_the_prompt_as_the_trainer_samples_them() -> None:
-    tok = build_tiny_tokenizer()
-    ids, labels = encode_supervised(tok, ["7+8=", "7+8="], ["15", "15"])
-    prompt = tok("7+8=").input_ids
-    answer = tok("15", add_special_tokens=False).input_ids
-    assert ids[0].tolist() == [*prompt, *answer, tok.eos_token_id]
-    assert labels[0].tolist() == [-100] * len(prompt) + [*answer, tok.eos_token_id]
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -261,37 +250,6 @@ def test_the_cache_is_built_once_per_recipe(tmp_path: Path, monkeypatch, capsys)
     assert sorted(p.name for p in tmp_path.joinpath("models").iterdir()) == sorted(
         [path.name, f".{path.name}.lock"]
     )
-
-
-def test_an_interrupted_build_keeps_its_partial_directory_and_a_failed_one_does_not(
-    tmp_path: Path,
-) -> None:
-    target = tmp_path / "models" / "x"
-    seen: list[Path] = []
-
-    def stopped(partial: Path) -> None:
-        seen.append(partial)
-        (partial / "checkpoint").write_text("step 3")
-        raise RunInterrupted(15, "stopped")
-
-    with pytest.raises(RunInterrupted):
-        build_once(target, complete=lambda d: (d / "done").exists(), build=stopped, what="x")
-    assert (seen[0] / "checkpoint").read_text() == "step 3" and not target.exists()
-
-    def resumed(partial: Path) -> None:
-        assert (partial / "checkpoint").read_text() == "step 3"  # the same partial directory
-        (partial / "done").write_text("")
-
-    build_once(target, complete=lambda d: (d / "done").exists(), build=resumed, what="x")
-    assert (target / "done").exists() and not seen[0].exists()
-
-    def failing(partial: Path) -> None:
-        raise RuntimeError("boom")
-
-    other = tmp_path / "models" / "y"
-    with pytest.raises(RuntimeError, match="boom"):
-        build_once(other, complete=lambda d: False, build=failing, what="y")
-    assert sorted(p.name for p in other.parent.iterdir()) == [".x.lock", ".y.lock", "x"]
 
 
 def test_pretrain_tiny_writes_the_model_card_too(tmp_path: Path) -> None:
