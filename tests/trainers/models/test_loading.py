@@ -88,7 +88,10 @@ def test_weights_sha256_reads_the_weight_files_in_name_order(tmp_path):
 
 
 def test_resolve_model_dir_messages(tmp_path, monkeypatch):
-    fix = "run `adaroll pretrain-tiny --out DIR` or pass a local model directory"
+    fix = (
+        "run `adaroll pretrain-tiny --out DIR` or `adaroll warm-start --out DIR`, or pass a "
+        "local model directory"
+    )
     with pytest.raises(FileNotFoundError) as exc:
         resolve_model_dir(str(tmp_path / "gone"))
     assert str(exc.value) == (
