@@ -147,6 +147,13 @@ class CompeteConfig:
     workers: int = field(default=2, metadata=field_help("runs in parallel (processes)"))
     out: str = field(default="runs/compete", metadata=field_help("competition directory"))
     progress: bool = field(default=True, metadata=field_help("show progress"))
+    allow_mixed: bool = field(
+        default=False,
+        metadata=field_help(
+            "tabulate runs even when their recorded code commit, task or warm-start weights "
+            "differ (refused by default; the table then lists what differs)"
+        ),
+    )
     stop_grace: float = field(
         default=300.0,
         metadata=field_help(
@@ -593,16 +600,26 @@ def _load(cfg: CompeteConfig) -> dict[str, list[dict[str, Any]]]:
 
 def provenance(cfg: CompeteConfig) -> dict[str, Any]:
     """What produced the tables: the warm start (``model`` as given and a short sha256 of its
-    weight files: ``trainers.models.loading.weights_sha256``), the date and the command line (the
-    ``adaroll`` command that ran, or ``(called from Python)``)."""
+    weight files: ``trainers.models.loading.weights_sha256``), the date, the command line (the
+    ``adaroll`` command that ran, or ``(called from Python)``), and what the runs themselves
+    recorded (``runs``: their commits, tasks and warm-start hashes, checked to agree by
+    ``trainers.run.provenance.compare`` unless ``allow_mixed``)."""
     from trainers.cli import invoked_command
     from trainers.models.loading import resolve_model_dir, weights_sha256
+    from trainers.run.provenance import compare, read_provenance
 
+    recorded = {
+        f"{name} seed {s}": read_provenance(cfg.run_dir(name, s))
+        for name in cfg.names()
+        for s in range(cfg.seeds)
+        if (cfg.run_dir(name, s) / "summary.json").exists()
+    }
     return {
         "model": cfg.grpo.model,
         "weights_sha256": weights_sha256(resolve_model_dir(cfg.grpo.model)),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": invoked_command() or "(called from Python)",
+        "runs": compare(recorded, allow_mixed=cfg.allow_mixed),
     }
 
 
@@ -638,6 +655,7 @@ def tabulate(cfg: CompeteConfig) -> dict[str, Any]:
     out = Path(cfg.out)
     if not runs:
         raise ValueError(f"no finished runs under {out}/runs: run adaroll compete first")
+    prov = provenance(cfg)  # refuses runs produced unalike before anything is written
     base = baseline_of(cfg, list(runs))
     target = float(np.mean([r["curve"][-1][1] for r in runs[base]]))
     rows: list[dict[str, Any]] = []
@@ -655,7 +673,6 @@ def tabulate(cfg: CompeteConfig) -> dict[str, Any]:
     for row in rows:
         r = row["rollouts_to_target"]
         row["rollout_saving"] = 1.0 - r / base_reach if r is not None and base_reach else None
-    prov = provenance(cfg)
     with (out / "results.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()

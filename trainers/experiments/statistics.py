@@ -213,11 +213,25 @@ def _delta(mean: float, half: float) -> str:
 
 
 def provenance_line(prov: dict[str, Any]) -> str:
-    """The line above the tables: the warm start's weights hash, the date, the command."""
-    return (
+    """The line above the tables: the warm start's weights hash, the date, the command, and
+    what the runs recorded (their code commits and tasks; runs that differ or lack a record)."""
+    line = (
         f"Warm start `{prov['model']}`, weights sha256 `{prov['weights_sha256']}`; "
         f"tabulated {prov['date']}; command: `{prov['command']}`"
     )
+    runs = prov.get("runs")
+    if not runs:
+        return line
+    commits = ", ".join(f"`{str(c)[:12]}`" for c in runs["commit"]) or "none recorded"
+    tasks = ", ".join(f"`{t}`" for t in runs["task"]) or "none recorded"
+    line += f". Runs: code {commits}; task {tasks}"
+    if len(runs["weights_sha256"]) > 1:
+        line += f"; {len(runs['weights_sha256'])} different warm starts (--allow-mixed)"
+    if runs["dirty"]:
+        line += f"; uncommitted changes in the tree of {len(runs['dirty'])} run(s)"
+    if runs["unknown"]:
+        line += f"; {len(runs['unknown'])} run(s) without a provenance record"
+    return line
 
 
 def markdown(rows: list[dict[str, Any]], base: str, target: float, prov: dict[str, Any]) -> str:

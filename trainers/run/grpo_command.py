@@ -2,7 +2,8 @@
 
 A run directory holds ``config.json`` (exactly the ``GRPOConfig`` that ran last) and
 ``configs/config-step-<N>.json`` (every config that ran, with the step it started at),
-``versions.json``, ``task.json``, ``metrics.jsonl`` (one ``StepReport`` per step), ``eval.jsonl``
+``versions.json``, ``task.json``, ``provenance.json`` (commit, task, warm-start hash of every start:
+``trainers.run.provenance``), ``metrics.jsonl`` (one ``StepReport`` per step), ``eval.jsonl``
 (held-out pass@1 / pass@k, with the training seconds so far), TensorBoard events under ``tb/``,
 ``checkpoints/step-NNNNNN/`` (weights, optimizer, counters, belief store) and, at the end,
 ``curve.png``, ``beliefs.json``, ``summary.json`` and, written last once every step is trained,
@@ -45,6 +46,7 @@ from trainers.run.checkpoints import (
     record_config,
     save_checkpoint,
 )
+from trainers.run.provenance import record_start, start_record
 
 __all__ = [
     "CHECKPOINT_PREFIX",
@@ -314,6 +316,7 @@ def _open_run_dir(cfg: GRPOConfig, trainer: Any, resume_step: int | None) -> Met
             )
     record_config(out, cfg, trainer.step)
     (out / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")
+    record_start(out, start_record(cfg))
     (out / "task.json").write_text(json.dumps(trainer.task.describe(), indent=2) + "\n")
     return MetricsLog(out, tensorboard=cfg.tensorboard, resume_step=resume_step)
 
