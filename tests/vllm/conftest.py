@@ -55,3 +55,18 @@ def synced(shared_engine: Any, tiny_dir: Path) -> tuple[Any, Any, Any]:
     model.eval()
     shared_engine.sync_weights(model)
     return shared_engine, model, tok
+
+
+@pytest.fixture(scope="session")
+def family_dir() -> Any:
+    """``arch -> directory`` of a small warm start of that family (the suite's cache; the same
+    smoke recipe as the trainer tests' ``family_model_dir``)."""
+    from trainers.models.warm_start_task import WarmStartConfig, ensure_warm_start
+
+    def build(arch: str) -> Path:
+        cfg = WarmStartConfig(arch=arch, task="arithmetic", task_size=2000, steps=30,
+                              hidden_size=64, num_layers=1, eval_size=8, eval_samples=2,
+                              progress=False, save_minutes=0.0)  # fmt: skip
+        return Path(ensure_warm_start(cfg, announce=False))
+
+    return build

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import os
 import random
 import time
@@ -67,6 +68,12 @@ Dtype = Literal["auto", "float32", "bfloat16", "float16"]
 
 #: set before vLLM is imported unless the user set them: the engine core in-process
 ENV_DEFAULTS = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+#: model types vLLM 0.32 cannot serve in the trainer's process, and why
+UNSUPPORTED_MODEL_TYPES = {
+    "gpt_neox": "vLLM 0.32 serves GPT-NeoX through its Transformers backend, which patches "
+    "transformers' GPTNeoXModel class for the whole process (a compiled __call__ that the "
+    "policy's own instance was not built for), so the trainer's forward passes fail",
+}
 #: KV-cache size on CPU when none is given (vLLM's CPU default is a fraction of all memory)
 CPU_KV_CACHE_GIB = 1.0
 
@@ -156,6 +163,12 @@ class VLLMEngine:
             raise ValueError(
                 f"model_path {str(model_path)!r} is not a saved Hugging Face model directory "
                 "(no config.json): pass the directory the policy was loaded from"
+            )
+        model_type = json.loads((path / "config.json").read_text()).get("model_type")
+        if model_type in UNSUPPORTED_MODEL_TYPES:
+            raise ValueError(
+                f"engine 'vllm' cannot serve {model_type!r} models beside the policy: "
+                f"{UNSUPPORTED_MODEL_TYPES[model_type]}; use --engine hf for this model"
             )
         from vllm.platforms import current_platform
 
