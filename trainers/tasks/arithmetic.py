@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from trainers.tasks.base import TEST_ID_OFFSET, Example, RewardFunc, Task
+from trainers.tasks.base import TEST_ID_OFFSET, VALIDATION_ID_OFFSET, Example, RewardFunc, Task
 
 _D, _DD, _DDD = (0, 9), (10, 99), (100, 999)
 #: level -> forms (op, range of a, range of b); "-" forms keep only pairs with b <= a.
@@ -90,6 +90,7 @@ def arithmetic_task(
     levels: Sequence[int] | None = None,
     reward_funcs: RewardFunc | Sequence[RewardFunc] | None = None,
     pool: ArithmeticPool = "rl",
+    num_validation: int = 0,
 ) -> Task:
     """Synthetic arithmetic with graded difficulty, scored by exact match.
 
@@ -121,18 +122,30 @@ def arithmetic_task(
     training, ``"all"`` for both. The warm start never sees an RL prompt, so what GRPO learns on
     its prompts has to generalise, exactly as it must to move the held-out accuracy.
 
+    ``num_validation`` (default 0: none) adds a ``validation`` split of distinct expressions of
+    the ``"rl"`` half that are not in test, spread over levels as test is (at most 20% of a
+    level's expressions each), ids ``2_000_000 + j``, drawn from a generator of its own so that
+    train and test are bit-identical with or without it. It is for choosing the settings of a
+    warm start (which trains on the ``"warmup"`` half and so never sees them) without looking at
+    test; GRPO trains on the ``"rl"`` half, so these expressions are among its training prompts
+    and the split says nothing about what GRPO learns.
+
     >>> task = arithmetic_task(seed=0, num_train=8, num_test=8)
     >>> len(task.train), len(task.test)
     (8, 8)
     """
-    chosen = _check_levels(levels, num_train=num_train, num_test=num_test, pool=pool)
+    chosen = _check_levels(
+        levels, num_train=num_train, num_test=num_test, pool=pool, num_validation=num_validation
+    )
     rng = np.random.default_rng(seed)
     test, held_out = _draw_test(rng, chosen, num_test)
     train = _draw_train(rng, chosen, num_train, held_out, pool)
+    validation = _draw_validation(seed, chosen, num_validation, held_out)
     return Task(
         "arithmetic",
         train,
         test,
+        validation=validation,
         verifier=exact_match,
         reward_funcs=reward_funcs,
         reward_source="exact match of the stripped completion",
@@ -144,7 +157,12 @@ _Expr = tuple[int, str, int]
 
 
 def _check_levels(
-    levels: Sequence[int] | None, *, num_train: int, num_test: int, pool: str
+    levels: Sequence[int] | None,
+    *,
+    num_train: int,
+    num_test: int,
+    pool: str,
+    num_validation: int = 0,
 ) -> list[int]:
     """The chosen levels, sorted, after checking every argument of :func:`arithmetic_task`."""
     chosen = sorted(set(ARITHMETIC_LEVELS) if levels is None else {int(x) for x in levels})
@@ -167,6 +185,11 @@ def _check_levels(
         )
     if pool not in ("rl", "warmup", "all"):
         raise ValueError(f"pool must be 'rl', 'warmup' or 'all', got {pool!r}")
+    if num_validation < 0 or num_validation > sum(caps):
+        raise ValueError(
+            f"num_validation={num_validation} must be between 0 and the {sum(caps)} validation "
+            f"expressions the levels {chosen} allow (20% of each level): lower num_validation"
+        )
     return chosen
 
 
@@ -209,3 +232,27 @@ def _draw_train(
                 count -= 1
     order = rng.permutation(len(train_exprs))
     return [_arith_example(i, *train_exprs[j]) for i, j in enumerate(order)]
+
+
+#: the second word of the validation split's seed: its generator is ``default_rng([seed, 1])``,
+#: apart from the one that draws test and train
+_VALIDATION_STREAM = 1
+
+
+def _draw_validation(
+    seed: int, chosen: Sequence[int], num_validation: int, held_out: dict[int, set[_Expr]]
+) -> list[Example]:
+    """Distinct expressions of the ``"rl"`` half outside ``held_out``, spread over ``chosen``
+    as evenly as the caps of test allow; ids ``VALIDATION_ID_OFFSET + j``."""
+    if num_validation == 0:
+        return []
+    rng = np.random.default_rng([seed, _VALIDATION_STREAM])
+    out: list[Example] = []
+    for lv, count in zip(chosen, _even_split(num_validation, _test_caps(chosen)), strict=True):
+        seen: set[_Expr] = set()
+        while len(seen) < count:
+            expr = _draw(rng, lv)
+            if expr not in seen and expr not in held_out[lv] and _pool_of(expr) == "rl":
+                seen.add(expr)
+                out.append(_arith_example(VALIDATION_ID_OFFSET + len(out), expr, lv))
+    return out

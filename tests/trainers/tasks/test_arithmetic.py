@@ -198,3 +198,35 @@ def test_pool_of_is_the_parity_of_the_expressions_crc32():
         m = re.fullmatch(r"(\d+)([+*-])(\d+)=", e.prompt)
         assert m is not None
         assert _pool_of((int(m.group(1)), m.group(2), int(m.group(3)))) == "rl"
+
+
+def test_validation_leaves_train_and_test_bit_identical_and_is_disjoint() -> None:
+    plain = arithmetic_task(seed=2, num_train=3000, num_test=400, pool="warmup")
+    assert plain.validation == []  # none unless asked: nothing else changes
+    task = arithmetic_task(seed=2, num_train=3000, num_test=400, pool="warmup", num_validation=400)
+    assert task.train == plain.train and task.test == plain.test
+    assert [e.prompt for e in task.train] == [e.prompt for e in plain.train]
+    val = task.validation
+    assert len(val) == 400 and [e.id for e in val] == [2_000_000 + j for j in range(400)]
+    prompts = [e.prompt for e in val]
+    assert len(set(prompts)) == 400  # distinct
+    assert not set(prompts) & {e.prompt for e in task.test}
+    assert not set(prompts) & {e.prompt for e in task.train}  # the warm-up half never has them
+    for e in val:
+        a, op, b = re.fullmatch(r"(\d+)([+*-])(\d+)=", e.prompt).groups()  # type: ignore[union-attr]
+        assert _pool_of((int(a), op, int(b))) == "rl" and e.answer == str(_eval(e.prompt))
+    # spread as test is: the small levels d+d and d*d capped at 20 % of their 100 expressions
+    assert Counter(e.level for e in val) == Counter(e.level for e in task.test)
+    # its own generator: the same validation whatever the training split's size or pool
+    other = arithmetic_task(seed=2, num_train=50, num_test=400, pool="rl", num_validation=400)
+    assert other.validation == val
+    assert arithmetic_task(seed=3, num_train=50, num_validation=400).validation != val
+
+
+def test_validation_size_is_checked() -> None:
+    with pytest.raises(ValueError, match=r"num_validation=41 must be between 0 and the 40"):
+        arithmetic_task(seed=0, num_train=10, num_test=10, levels=[0, 4], num_validation=41)
+    with pytest.raises(ValueError, match="num_validation=-1"):
+        arithmetic_task(seed=0, num_train=10, num_validation=-1)
+    small = arithmetic_task(seed=0, num_train=10, num_test=10, levels=[0, 4], num_validation=40)
+    assert Counter(e.level for e in small.validation) == {0: 20, 4: 20}
