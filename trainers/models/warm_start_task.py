@@ -17,7 +17,10 @@ completions, rounded up to a multiple of 64 (64 for ``arithmetic``).
 
 At the end a held-out report per level (``trainers.models.warm_start_report``: greedy accuracy,
 sampled pass@1 and pass@k, the share of prompts whose pass rate is strictly inside (0, 1)),
-scored by the task's own verifier, is printed and stored in the model card.
+scored by the task's own verifier, is printed and stored in the model card. It is on the test
+split unless ``--report-split validation``: settings are chosen there, so that test stays unseen
+by every choice (``arithmetic`` then draws a validation split from GRPO's half of the
+expressions, which the warm start never trains on; ``rg:`` tasks have their own).
 
 The directory (``--out DIR``, or the cache ``$ADAROLL_CACHE_DIR/models/<arch>-<task>-<digest>``
 built once under a file lock) holds the model and tokenizer (``load_policy(DIR)``, ``--model
@@ -92,6 +95,10 @@ RUN_CONTROL = ("out", "progress", "resume", "save_every", "save_minutes")
 CONTEXT_MARGIN, CONTEXT_STEP = 32, 64
 #: arithmetic examples generated for the warm start unless --task-size says otherwise
 ARITHMETIC_TRAIN = 200_000
+#: arithmetic's validation split with --report-split validation (its most: 20% of each level)
+ARITHMETIC_VALIDATION = 400
+#: the splits --report-split takes
+REPORT_SPLITS = ("test", "validation")
 
 
 def _help(text: str) -> dict[str, str]:
@@ -157,6 +164,13 @@ class WarmStartConfig:
     eval_size: int | None = field(
         default=400, metadata=_help("held-out prompts in the final report (none: all)")
     )
+    report_split: str = field(
+        default="test",
+        metadata=_help(
+            "split of the final report: 'test', or 'validation' to choose settings without "
+            f"looking at test (arithmetic: {ARITHMETIC_VALIDATION} expressions of GRPO's half)"
+        ),
+    )
     eval_samples: int = field(
         default=8, metadata=_help("samples per held-out prompt for pass@1 and pass@k (k)")
     )
@@ -193,6 +207,11 @@ class WarmStartConfig:
             raise ValueError(f"warmup ({self.warmup}) is a fraction of steps in [0, 1)")
         if not self.save_minutes >= 0:
             raise ValueError(f"save_minutes ({self.save_minutes}) must be >= 0 (0: never)")
+        if self.report_split not in REPORT_SPLITS:
+            raise ValueError(
+                f"report_split ({self.report_split!r}) must be one of {list(REPORT_SPLITS)}: "
+                "'validation' to choose settings, 'test' for the final report"
+            )
         self.size(context=self.context or CONTEXT_STEP)  # validates the shape
         parse_level_weights(self.level_weights, None)  # validates the spelling
 
@@ -297,6 +316,8 @@ def plan_for(cfg: WarmStartConfig) -> WarmStartPlan:
     kwargs: dict[str, Any] = {}
     if cfg.task == "arithmetic":
         kwargs = {"num_train": cfg.task_size or ARITHMETIC_TRAIN, "pool": "warmup"}
+        if cfg.report_split == "validation":
+            kwargs["num_validation"] = ARITHMETIC_VALIDATION
     elif cfg.task_size is not None:
         raise ValueError(
             f"task_size ({cfg.task_size}) sizes the arithmetic task only; size {cfg.task!r} in "
@@ -308,9 +329,15 @@ def plan_for(cfg: WarmStartConfig) -> WarmStartPlan:
             f"task {cfg.task!r} has {len(task.train)} training and {len(task.test)} held-out "
             "examples: a warm start needs both"
         )
+    if cfg.report_split == "validation" and not task.validation:
+        raise ValueError(
+            f"task {cfg.task!r} has no validation split to report on: use --report-split test, "
+            "or a task with one (arithmetic, rg:<dataset>)"
+        )
     weights = level_weights_for(task.train, cfg.level_weights)
     train = [ex for ex in task.train if ex.level < weights.size and weights[ex.level] > 0]
-    test = held_out_subset(task.test, cfg.eval_size)
+    reported = task.validation if cfg.report_split == "validation" else task.test
+    test = held_out_subset(reported, cfg.eval_size)
     tok = build_tiny_tokenizer(model_max_length=1 << 30)  # measures: no length warning
     longest_answer = max(
         len(ids)
@@ -495,6 +522,7 @@ def model_card(
         "steps": plan.schedule.steps,
         "weights_sha256": weights_sha256(directory, length=64),
         "held_out": {
+            "split": config.get("report_split", "test"),
             "k": k,
             "levels": [figures(r) for r in result.report["levels"]],
             "overall": figures(result.report["overall"]),
@@ -571,7 +599,7 @@ def train_and_save(cfg: WarmStartConfig, directory: str | Path, *, resume: bool)
             total_seconds=time.perf_counter() - start,
         )
         write_json_last(out / MODEL_CARD, card)  # last: marks the directory complete
-    title = f"{cfg.arch} warm start on {cfg.task}, held-out"
+    title = f"{cfg.arch} warm start on {cfg.task}, held-out ({cfg.report_split})"
     console.print(report_table(result.report, title=title))
     console.print(
         f"{card['parameters']:,} parameters; loss {card['loss']['first']:.3f} -> "
@@ -582,6 +610,8 @@ def train_and_save(cfg: WarmStartConfig, directory: str | Path, *, resume: bool)
 
 def _digest(cfg: WarmStartConfig) -> str:
     fields = cfg.recipe()
+    if fields["report_split"] == "test":  # added later: its default keeps the earlier digests
+        del fields["report_split"]
     fields["recipe_version"] = RECIPE_VERSION
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 

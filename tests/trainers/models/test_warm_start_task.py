@@ -64,6 +64,7 @@ def argv(**kw: Any) -> list[str]:
         ({"save_minutes": -1.0}, "save_minutes"),
         ({"warmup": 1.0}, "warmup"),
         ({"eval_size": 0}, "eval_size"),
+        ({"report_split": "train"}, r"report_split \('train'\) must be one of"),
     ],
 )
 def test_bad_options_are_refused_with_the_fix(kwargs: dict[str, Any], match: str) -> None:
@@ -92,6 +93,26 @@ def test_the_arithmetic_plan_is_the_tiny_models_data_and_the_trainers_split() ->
     assert plan.weights.tolist() == [1 / 8] * 8
     # the trainer's held-out split whatever the model's seed
     assert plan_for(WarmStartConfig(**{**QUICK, "seed": 5})).test == plan.test
+
+
+def test_the_validation_report_leaves_test_and_training_as_they_were() -> None:
+    plan = plan_for(WarmStartConfig(**QUICK))
+    val = plan_for(WarmStartConfig(**QUICK, report_split="validation"))
+    # the same model: data, context, report length; only the reported prompts differ
+    assert val.train == plan.train and val.size == plan.size
+    assert val.max_new_tokens == plan.max_new_tokens and val.task.test == plan.task.test
+    assert val.test == held_out_subset(val.task.validation, 16)
+    reported = {e.prompt for e in val.test}
+    assert not reported & {e.prompt for e in plan.task.test}  # never a test expression
+    assert not reported & {e.prompt for e in plan.task.train}  # never a warm-up expression
+    assert all(e.id >= 2_000_000 for e in val.test)
+    # the cache digest of the default split is the one the recipe had before the option
+    assert warm_start_dir(WarmStartConfig()).name == "llama-arithmetic-6de2167c568a"
+    assert warm_start_dir(WarmStartConfig(report_split="validation")).name != (
+        "llama-arithmetic-6de2167c568a"
+    )
+    with pytest.raises(ValueError, match="has no validation split to report on"):
+        plan_for(WarmStartConfig(task="sample", report_split="validation"))
 
 
 def test_the_context_follows_the_task_and_a_short_one_is_refused() -> None:
@@ -132,6 +153,7 @@ def test_warm_start_writes_a_loadable_model_and_its_card_last(tmp_path: Path, ca
     assert card["size"] == {"hidden_size": 64, "num_layers": 1, "intermediate_size": 256,
                             "context": 64, "rope_theta": 10000.0}  # fmt: skip
     held = card["held_out"]
+    assert held["split"] == "test"
     assert held["k"] == 2 and [r["level"] for r in held["levels"]] == list(range(8))
     for row in (*held["levels"], held["overall"]):
         assert {"n", "pass@1", "pass@2", "greedy", "spread"} <= set(row)
