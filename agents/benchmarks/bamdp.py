@@ -246,6 +246,29 @@ def summarise_rounds(
     return out
 
 
+def _round_ms(round_size: int, episodes: int = 5) -> float:
+    """Median ms of a bamdp round decision at B = 512, N = 4096 in rounds of ``round_size``."""
+    gym.register_envs(adaroll_env)
+    env = gym.make(
+        "AdaRoll/BetaBernoulliRounds-v0",
+        num_questions=512,
+        budget=4096,
+        difficulty=(0.3, 0.3),
+        round_size=round_size,
+    )
+    alloc = make_allocator("bamdp", env)
+    rounds = []
+    for ep in range(episodes):
+        obs, _ = env.reset(seed=ep)
+        done = False
+        while not done:
+            t0 = time.perf_counter()
+            counts = alloc.allocate(obs)
+            rounds.append(time.perf_counter() - t0)
+            obs, _, done, _, _ = env.step(adaroll_env.encode_counts(counts))
+    return 1e3 * statistics.median(rounds)
+
+
 def timing(cfg: BamdpBenchConfig) -> dict[str, float]:
     """Table build at cap 256 (fresh), a round of 512 and one of 2,048 at B=512, the rounds plan
     of a new prior, a sequential act at B=512."""
@@ -260,44 +283,13 @@ def timing(cfg: BamdpBenchConfig) -> dict[str, float]:
             build_table(TableSpec.make(0.3, 0.3, "informative", 256), jit=jit)
             builds.append(time.perf_counter() - t0)
         out[f"table_build_cap256_{'numba' if jit else 'numpy'}_s"] = statistics.median(builds)
-    gym.register_envs(adaroll_env)
-    env = gym.make(
-        "AdaRoll/BetaBernoulliRounds-v0", num_questions=512, budget=4096, difficulty=(0.3, 0.3)
-    )
-    alloc = make_allocator("bamdp", env)
-    rounds = []
-    for ep in range(5):
-        obs, _ = env.reset(seed=ep)
-        done = False
-        while not done:
-            t0 = time.perf_counter()
-            counts = alloc.allocate(obs)
-            rounds.append(time.perf_counter() - t0)
-            obs, _, done, _, _ = env.step(adaroll_env.encode_counts(counts))
-    out["round_512_at_B512_ms_median"] = 1e3 * statistics.median(rounds)
-    # two rounds of 2,048 (the trainer's default schedule at this size), and the plan a new
-    # prior needs (prices and continuation tables, built once per prior and schedule)
+    # a round of 512 (eight rounds) and of 2,048 (two: the trainer's default schedule)
+    out["round_512_at_B512_ms_median"] = _round_ms(512)
+    out["round_2048_at_B512_ms_median"] = _round_ms(2048)
+    # the plan a new prior needs (prices and continuation tables, once per prior and schedule)
     from adaroll_env.model import AllocationParams
     from agents.bamdp.rounds import _arrays, plan_rounds
 
-    env = gym.make(
-        "AdaRoll/BetaBernoulliRounds-v0",
-        num_questions=512,
-        budget=4096,
-        difficulty=(0.3, 0.3),
-        round_size=2048,
-    )
-    alloc = make_allocator("bamdp", env)
-    rounds = []
-    for ep in range(5):
-        obs, _ = env.reset(seed=ep)
-        done = False
-        while not done:
-            t0 = time.perf_counter()
-            counts = alloc.allocate(obs)
-            rounds.append(time.perf_counter() - t0)
-            obs, _, done, _, _ = env.step(adaroll_env.encode_counts(counts))
-    out["round_2048_at_B512_ms_median"] = 1e3 * statistics.median(rounds)
     plans = []
     for pa, pb in [(0.31, 0.29), (0.62, 1.4), (2.2, 0.7)]:
         params = AllocationParams(
