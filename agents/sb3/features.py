@@ -12,7 +12,7 @@ see exactly the same numbers. The observation is one flat ``Box(B·F + C)`` (que
 row-major, then the context) so that SB3's default ``FlattenExtractor`` passes it through
 untouched and the equivariant policy reshapes it.
 
-Per-question features (``F = 8``):
+Per-question features (``F = 10``):
 
 | # | feature |
 |---|---|
@@ -24,6 +24,8 @@ Per-question features (``F = 8``):
 | 5 | 1 if the question has a failure |
 | 6 | room left under the cap / cap |
 | 7 | log1p(alpha + beta) / 5 (posterior strength, prior included) |
+| 8 | place among the questions in the same state (same posterior), by index, / their number |
+| 9 | number of questions in that state / B |
 
 Context (``C = 4``): budget left / N, this decision's size / budget left, this decision's size /
 B, budget left / (8·B).
@@ -40,10 +42,10 @@ from numpy.typing import NDArray
 
 from adaroll_env.model import AllocationParams, round_size_at
 
-N_FEATURES = 8
+N_FEATURES = 10
 N_CONTEXT = 4
 #: Bumped whenever the meaning of a feature changes (saved with the model and checked on load).
-FEATURES_VERSION = 1
+FEATURES_VERSION = 2
 
 
 def feature_dim(num_questions: int) -> int:
@@ -78,6 +80,19 @@ def question_features(
     q[:, 5] = (n - s) > 0.5
     q[:, 6] = np.maximum(cap - n, 0.0) / cap
     q[:, 7] = np.log1p(a + b) / 5.0
+    # Questions in the same state (the same posterior) are alike to an equivariant network, but
+    # the optimal round treats them differently (bamdp gives a few of sixteen fresh questions
+    # five rollouts each and the others none): each one's place among its equals (by index,
+    # over their number) and their share of the batch let a policy break such ties.
+    _, inv, cnt = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True,
+                            return_counts=True)  # fmt: skip
+    inv = inv.reshape(-1)
+    order = np.argsort(inv, kind="stable")
+    starts = np.cumsum(cnt) - cnt
+    place = np.empty(B, dtype=np.float32)
+    place[order] = np.arange(B) - starts[inv[order]]
+    q[:, 8] = place / cnt[inv]
+    q[:, 9] = cnt[inv] / B
     step = float(round_size_at(params, params.total_budget - round(left)))  # this decision
     ctx = np.array(
         [left / N, step / left if left > 0 else 0.0, step / B, left / (8.0 * B)],
@@ -114,7 +129,7 @@ class QuestionFeatures(gym.ObservationWrapper):  # type: ignore[type-arg]
     >>> import gymnasium as gym, adaroll_env
     >>> env = QuestionFeatures(gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=4))
     >>> env.observation_space.shape
-    (36,)
+    (44,)
     """
 
     def __init__(self, env: gym.Env) -> None:  # type: ignore[type-arg]

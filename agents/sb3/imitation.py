@@ -20,6 +20,9 @@ choice, which is not built.
 
 from __future__ import annotations
 
+import contextlib
+import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +33,7 @@ from numpy.typing import NDArray
 import adaroll_env
 from agents.sb3.features import flat_features
 
-__all__ = ["CloneReport", "behaviour_clone", "expert_dataset"]
+__all__ = ["CloneReport", "behaviour_clone", "collect", "count_actions", "expert_dataset"]
 
 #: A question the expert leaves out is fitted below -1 by this margin (its clipped action is -1).
 ZERO_MARGIN = 0.25
@@ -50,11 +53,18 @@ class CloneReport:
     value_mse_after: float
 
 
-def expert_dataset(
-    env_id: str, env_kwargs: dict[str, Any], expert: str, episodes: int, seed: int
-) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]:
-    """``(features [n, D], actions [n, B], returns-to-go [n])`` of ``episodes`` expert episodes
-    (seeds ``seed``, ``seed + 1``, ...) in a fresh ``env_id`` env."""
+def collect(
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    expert: str,
+    episodes: int,
+    seed: int,
+    act: Callable[[NDArray[np.float32]], NDArray[np.float32]] | None = None,
+) -> tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.float32]]:
+    """``(features [n, D], expert counts [n, B], returns-to-go [n])`` over ``episodes`` episodes
+    (seeds ``seed``, ``seed + 1``, ...) of a fresh ``env_id`` env, driven by the expert or, when
+    ``act`` is given, by ``act(features) -> action`` (the expert still labels every state: the
+    data of a DAgger iteration). The returns are the driving policy's."""
     from agents.registry import make_allocator
 
     gym.register_envs(adaroll_env)
@@ -75,21 +85,46 @@ def expert_dataset(
         done = False
         while not done:
             counts = alloc.allocate(obs)
-            action = adaroll_env.encode_counts(counts)
-            xs.append(flat_features(params, obs))
+            x = flat_features(params, obs)
+            xs.append(x)
             cs.append(np.asarray(counts, dtype=np.int64))
+            action = adaroll_env.encode_counts(counts) if act is None else act(x)
             obs, reward, terminated, truncated, _ = env.step(action)
             rewards.append(float(reward))
             done = bool(terminated or truncated)
         gs.extend(np.cumsum(rewards[::-1])[::-1].tolist())
     env.close()
-    counts_all = np.stack(cs)
-    scale = max(int(counts_all.max()), 1)
-    # One scale for every decision: a = 2·c/K − 1 with K the largest count the expert gave, so
-    # a question's target depends on its own count only (decoding is proportional: any common
-    # scale gives back the same counts).
-    actions = (2.0 * counts_all / scale - 1.0).astype(np.float32)
-    return np.stack(xs).astype(np.float32), actions, np.asarray(gs, dtype=np.float32)
+    return np.stack(xs).astype(np.float32), np.stack(cs), np.asarray(gs, dtype=np.float32)
+
+
+def count_actions(counts: NDArray[np.int64], scale: int) -> NDArray[np.float32]:
+    """The targets a = 2·c/K − 1 of counts ``c`` on one scale K (decoding is proportional, so
+    any common K gives back the same counts, and a question's target depends on its own count
+    only); counts above K are clipped to 1."""
+    return np.minimum(2.0 * counts / max(scale, 1) - 1.0, 1.0).astype(np.float32)
+
+
+def expert_dataset(
+    env_id: str, env_kwargs: dict[str, Any], expert: str, episodes: int, seed: int
+) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]:
+    """``(features [n, D], actions [n, B], returns-to-go [n])`` of ``episodes`` expert episodes
+    (seeds ``seed``, ``seed + 1``, ...) in a fresh ``env_id`` env, the actions on the scale of
+    the largest count the expert gave."""
+    x, c, g = collect(env_id, env_kwargs, expert, episodes, seed)
+    return x, count_actions(c, int(c.max())), g
+
+
+@contextlib.contextmanager
+def _at_size(policy: Any, num_questions: int) -> Iterator[None]:
+    """The equivariant policy read at another B: its weights do not depend on B, only the
+    reshape of the features and the value's scale do (as ``sb3:`` zips load at any B)."""
+    scorer, value = policy.mlp_extractor, policy.value_net
+    before = scorer.num_questions, value.num_questions
+    scorer.num_questions = value.num_questions = num_questions
+    try:
+        yield
+    finally:
+        scorer.num_questions, value.num_questions = before
 
 
 def behaviour_clone(
@@ -98,65 +133,144 @@ def behaviour_clone(
     env_kwargs: dict[str, Any],
     *,
     expert: str = "bamdp",
-    episodes: int = 2000,
+    episodes: int = 1000,
     epochs: int = 200,
+    dagger: int = 3,
+    sizes: tuple[int, ...] = (),
     batch_size: int = 256,
     lr: float = 1e-3,
     seed: int = 0,
 ) -> CloneReport:
     """Fit ``model.policy`` (an SB3 actor-critic with Box actions) to ``expert``'s decisions in
-    place: action mean by MSE to the expert's encoded counts, value by MSE to its return-to-go.
-    The expert's episodes use seeds from ``seed + 20_000`` (disjoint from training's and the
-    evaluation's); the policy's log-std is left as built."""
+    place: action mean by squared error to the expert's encoded counts, value by squared error
+    to the return-to-go. First on ``episodes`` expert episodes, then ``dagger`` DAgger
+    iterations: the clone drives ``episodes // 2`` more episodes, the expert labels the states it
+    reaches (a clone's small errors lead it to states the expert never visits), and the fit
+    continues on all data. ``sizes``: other batch sizes B (same rollouts per question) whose
+    episodes join the data in the same proportions, for the equivariant policy, which is used
+    at any B (``episodes`` is then per size). Seeds from ``seed + 20_000`` (disjoint from
+    training's and the evaluation's); the policy's log-std is left as built."""
     import torch as th
 
-    x, y, g = expert_dataset(env_id, env_kwargs, expert, episodes, seed + 20_000)
     policy = model.policy
     device = policy.device
-    X = th.as_tensor(x, device=device)
-    Y = th.as_tensor(y, device=device)
-    G = th.as_tensor(g, device=device)
+    B0 = int(env_kwargs.get("num_questions", 16))
+    per_question = float(env_kwargs.get("budget", 8 * B0)) / B0
+    kwargs_of = {B0: env_kwargs}
+    for B in sizes:
+        if B != B0:
+            kwargs_of[B] = {**env_kwargs, "num_questions": B, "budget": round(per_question * B)}
+    base = seed + 20_000
+    raw = {B: collect(env_id, kw, expert, episodes, base) for B, kw in kwargs_of.items()}
+    K = max(int(c.max()) for _, c, _ in raw.values())
+    data: dict[int, list[tuple[Any, ...]]] = {
+        B: [(x, count_actions(c, K), g)] for B, (x, c, g) in raw.items()
+    }
 
-    left_out = Y <= -1.0  # questions the expert gave nothing: any mean <= -1 decodes to 0
+    def act_at(B: int) -> Callable[[NDArray[np.float32]], NDArray[np.float32]]:
+        def act(features: NDArray[np.float32]) -> NDArray[np.float32]:
+            with th.no_grad(), _at_size(policy, B):
+                dist = policy.get_distribution(th.as_tensor(features[None], device=device))
+                out = dist.distribution.mean[0].cpu().numpy()
+            return np.clip(out, -1.0, 1.0).astype(np.float32)
 
-    def action_loss(mean: Any, target: Any, out: Any) -> Any:
-        # squared error to the target, except that a left-out question is only pushed below
-        # -1 - margin (the allocator clips to [-1, 1], so it then decodes to exactly 0)
-        hinge = th.clamp(mean - (-1.0 - ZERO_MARGIN), min=0.0)
-        return th.where(out, hinge, mean - target).pow(2).mean()
+        return act
 
-    def losses() -> tuple[float, float]:
-        with th.no_grad():
-            mean = policy.get_distribution(X).distribution.mean
-            value = policy.predict_values(X).squeeze(-1)
-            return float(action_loss(mean, Y, left_out)), float(((value - G) ** 2).mean())
+    def tensors() -> dict[int, tuple[Any, ...]]:
+        return {
+            B: tuple(th.as_tensor(np.concatenate([d[k] for d in ds]), device=device)
+                     for k in range(3))
+            for B, ds in data.items()
+        }  # fmt: skip
 
-    before = losses()
-    trainable = [p for name, p in policy.named_parameters() if name != "log_std"]
-    opt = th.optim.Adam(trainable, lr=lr)
-    gen = th.Generator().manual_seed(seed)
-    n = X.shape[0]
-    scale = float(G.abs().mean().clamp(min=1e-6))  # the value loss in units of a typical return
-    for _ in range(epochs):
-        order = th.randperm(n, generator=gen)
-        for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
-            xb = X[idx]
-            mean = policy.get_distribution(xb).distribution.mean
-            value = policy.predict_values(xb).squeeze(-1)
-            value_loss = (((value - G[idx]) / scale) ** 2).mean()
-            loss = action_loss(mean, Y[idx], left_out[idx]) + value_loss
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    after = losses()
+    sets = tensors()
+    before = _losses(policy, sets)
+    _fit(policy, sets, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
+    for it in range(dagger):
+        more = max(1, episodes // 2)
+        for B, kw in kwargs_of.items():
+            x, c, g = collect(env_id, kw, expert, more, base + episodes + it * more, act_at(B))
+            data[B].append((x, count_actions(c, K), g))
+        sets = tensors()
+        _fit(policy, sets, epochs=max(1, epochs // 2), batch_size=batch_size, lr=lr,
+             seed=seed + it + 1)  # fmt: skip
+    after = _losses(policy, sets)
     return CloneReport(
         expert=expert,
         episodes=episodes,
-        decisions=int(n),
+        decisions=sum(int(X.shape[0]) for X, _, _ in sets.values()),
         epochs=epochs,
         action_mse_before=before[0],
         action_mse_after=after[0],
         value_mse_before=before[1],
         value_mse_after=after[1],
     )
+
+
+def _action_loss(mean: Any, target: Any) -> Any:
+    """Squared error to the target, except that a question the expert left out (target −1) is
+    only pushed below −1 − margin: the allocator clips means to [−1, 1], so it decodes to 0."""
+    import torch as th
+
+    hinge = th.clamp(mean - (-1.0 - ZERO_MARGIN), min=0.0)
+    return th.where(target <= -1.0, hinge, mean - target).pow(2).mean()
+
+
+def _losses(policy: Any, sets: dict[int, tuple[Any, ...]]) -> tuple[float, float]:
+    """Action and value losses over every size's data, weighted by decisions."""
+    import torch as th
+
+    total_a = total_v = 0.0
+    n = 0
+    with th.no_grad():
+        for B, (X, Y, G) in sets.items():
+            with _at_size(policy, B):
+                mean = policy.get_distribution(X).distribution.mean
+                value = policy.predict_values(X).squeeze(-1)
+            k = int(X.shape[0])
+            total_a += k * float(_action_loss(mean, Y))
+            total_v += k * float(((value - G) ** 2).mean())
+            n += k
+    return total_a / n, total_v / n
+
+
+def _fit(
+    policy: Any,
+    sets: dict[int, tuple[Any, ...]],
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+) -> None:
+    """Adam with a cosine decay to 0 (a fit that ends at a constant rate stops anywhere in its
+    noise, and a round's split is sensitive to small errors in the means); each batch from one
+    size's data, the batches of all sizes shuffled together."""
+    import torch as th
+
+    trainable = [p for name, p in policy.named_parameters() if name != "log_std"]
+    opt = th.optim.Adam(trainable, lr=lr)
+    per_epoch = sum(-(-int(X.shape[0]) // batch_size) for X, _, _ in sets.values())
+    steps = epochs * per_epoch
+    sched = th.optim.lr_scheduler.LambdaLR(
+        opt, lambda k: 0.5 * (1.0 + math.cos(math.pi * min(k, steps) / steps))
+    )
+    gen = th.Generator().manual_seed(seed)
+    scale = {B: float(G.abs().mean().clamp(min=1e-6)) for B, (_, _, G) in sets.items()}
+    for _ in range(epochs):
+        batches = []
+        for B, (X, _, _) in sets.items():
+            order = th.randperm(int(X.shape[0]), generator=gen)
+            batches += [(B, order[i : i + batch_size]) for i in range(0, len(order), batch_size)]
+        for j in th.randperm(len(batches), generator=gen).tolist():
+            B, idx = batches[j]
+            X, Y, G = sets[B]
+            with _at_size(policy, B):
+                mean = policy.get_distribution(X[idx]).distribution.mean
+                value = policy.predict_values(X[idx]).squeeze(-1)
+            value_loss = (((value - G[idx]) / scale[B]) ** 2).mean()
+            loss = _action_loss(mean, Y[idx]) + value_loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()

@@ -46,7 +46,12 @@ class ReproduceConfig:
         default="bamdp",
         metadata={"help": "behaviour-clone this allocator first ('': PPO from scratch)"},
     )
-    clone_episodes: int = field(default=2000, metadata={"help": "expert episodes to clone"})
+    clone_episodes: int = field(
+        default=600, metadata={"help": "expert episodes to clone, per batch size"}
+    )
+    clone_sizes: str = field(
+        default="16,64", metadata={"help": "batch sizes of the cloned episodes"}
+    )
     total_timesteps: int | None = field(
         default=None, metadata={"help": "env steps (None: the hyperparameter file's n_timesteps)"}
     )
@@ -55,14 +60,20 @@ class ReproduceConfig:
     select_episodes: int = field(
         default=1000, metadata={"help": "paired episodes comparing the final and best models"}
     )
+    select_sizes: str = field(
+        default="16,64", metadata={"help": "batch sizes of the selection episodes"}
+    )
     dest: str = field(default=str(PRETRAINED), metadata={"help": "where the winner is copied"})
     progress: bool = field(default=False, metadata={"help": "show a progress bar"})
 
 
-def mean_utility(spec: str, episodes: int, master_seed: int) -> float:
-    """Mean utility of ``spec`` over paired episodes of the shipped model's setting."""
+def mean_utility(spec: str, episodes: int, master_seed: int, num_questions: int = 16) -> float:
+    """Mean utility of ``spec`` over paired episodes of the shipped model's setting (at another
+    B: the same rollouts per question)."""
     gym.register_envs(adaroll_env)
-    env = gym.make(ENV_ID, **ENV_KWARGS)
+    per_question = ENV_KWARGS["budget"] // ENV_KWARGS["num_questions"]
+    kw = {**ENV_KWARGS, "num_questions": num_questions, "budget": per_question * num_questions}
+    env = gym.make(ENV_ID, **kw)
     return float(
         np.mean([r["utility"] for r in run_episodes(env, spec, range(episodes), master_seed)])
     )
@@ -86,15 +97,23 @@ def main(cfg: ReproduceConfig) -> Path:
             total_timesteps=cfg.total_timesteps,
             clone=cfg.clone,
             clone_episodes=cfg.clone_episodes,
+            clone_sizes=cfg.clone_sizes,
             progress=cfg.progress,
         )
     )
     candidates = [res.model_path] + [p for p in (res.best_path, res.cloned_path) if p]
     select_seed = 10_007  # disjoint from the benchmark's master seeds
-    scores = {p: mean_utility(f"sb3:{p}", cfg.select_episodes, select_seed) for p in candidates}
+    sizes = [int(x) for x in cfg.select_sizes.split(",") if x.strip()]
+    # per-question utility, averaged over the sizes: the model is used at any B
+    scores = {
+        p: float(np.mean([mean_utility(f"sb3:{p}", cfg.select_episodes, select_seed, b) / b
+                          for b in sizes]))
+        for p in candidates
+    }  # fmt: skip
     best = max(scores, key=lambda p: scores[p])
     for p, s in scores.items():
-        print(f"{p}: mean utility {s:.4f} over {cfg.select_episodes} episodes")
+        print(f"{p}: mean utility per question {s:.5f} over {cfg.select_episodes} episodes at "
+              f"B = {', '.join(map(str, sizes))}")  # fmt: skip
     dest = Path(cfg.dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(best, dest)

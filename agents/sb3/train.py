@@ -122,6 +122,13 @@ class TrainConfig:
     )
     clone_episodes: int = field(default=2000, metadata={"help": "expert episodes behind --clone"})
     clone_epochs: int = field(default=200, metadata={"help": "passes over the cloned decisions"})
+    clone_sizes: str = field(
+        default="",
+        metadata={
+            "help": "other batch sizes B whose expert episodes join the cloned data, comma-"
+            "separated (same rollouts per question; the equivariant policy is used at any B)"
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
@@ -147,6 +154,7 @@ class TrainConfig:
             for name in ("clone_episodes", "clone_epochs"):
                 if getattr(self, name) < 1:
                     raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+            self.clone_size_list()
         if self.time_limit_s is not None and self.time_limit_s <= 0:
             raise ValueError(f"time_limit_s must be > 0 (or none), got {self.time_limit_s}")
         if self.algo == "dqn" and "Rounds" in self.env:
@@ -159,6 +167,19 @@ class TrainConfig:
                 f"maskable_ppo masks Discrete actions, but {self.env} has Box actions (its "
                 "decoding already respects caps): use ppo, or the sequential env"
             )
+
+    def clone_size_list(self) -> tuple[int, ...]:
+        """``clone_sizes`` parsed: positive integers."""
+        try:
+            sizes = tuple(int(x) for x in self.clone_sizes.split(",") if x.strip())
+        except ValueError:
+            sizes = (0,)
+        if any(b < 1 for b in sizes):
+            raise ValueError(
+                f"clone_sizes ({self.clone_sizes!r}) must be positive integers, comma-separated, "
+                "e.g. '16,64'"
+            )
+        return sizes
 
     def env_kwargs_dict(self) -> dict[str, Any]:
         """``env_kwargs`` parsed (lists become tuples, as the env's prior fields expect)."""
@@ -468,6 +489,7 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
             expert=cfg.clone,
             episodes=cfg.clone_episodes,
             epochs=cfg.clone_epochs,
+            sizes=cfg.clone_size_list(),
             seed=cfg.seed,
         )
         cloned_path = save_model(model, run_dir / "cloned.zip", meta)

@@ -52,8 +52,8 @@ def test_question_features_by_hand():
     std = [math.sqrt(2 * 2 / (16 * 5)), math.sqrt(1 * 4 / (25 * 6))]
     want = np.array(
         [
-            [mean[0], 4 * std[0], 2 / 8, 1.5 / 3, 1, 1, 14 / 16, math.log1p(4) / 5],
-            [mean[1], 4 * std[1], 3 / 8, 0.5 / 4, 0, 1, 13 / 16, math.log1p(5) / 5],
+            [mean[0], 4 * std[0], 2 / 8, 1.5 / 3, 1, 1, 14 / 16, math.log1p(4) / 5, 0, 1 / 2],
+            [mean[1], 4 * std[1], 3 / 8, 0.5 / 4, 0, 1, 13 / 16, math.log1p(5) / 5, 0, 1 / 2],
         ]
     )
     np.testing.assert_allclose(q, want, rtol=1e-6)
@@ -94,10 +94,30 @@ def test_features_refuse_another_batch_size():
 
 def test_feature_space_and_config():
     box = feature_space(4)
-    assert box.shape == (36,) and box.dtype == np.float32
+    assert box.shape == (44,) and box.dtype == np.float32
     assert float(box.high[0]) == 10.0 and float(box.low[0]) == -10.0
     assert float(feature_space(20).high[0]) == 21.0  # a count ratio can reach B
-    assert feature_config() == {"n_features": 8, "n_context": 4, "version": FEATURES_VERSION}
+    assert feature_config() == {"n_features": 10, "n_context": 4, "version": FEATURES_VERSION}
+
+
+def test_questions_in_one_state_get_their_place_among_equals():
+    # B = 6: three fresh questions, two at (1, 0), one at (0, 1); places by index among equals
+    params = model.AllocationParams(num_questions=6, budget=24)
+    obs = model.observe(params, model.make_state(params, [0, 1, 0, 0, 1, 0], [0, 0, 0, 1, 0, 0]))
+    q, _ = question_features(params, obs)
+    np.testing.assert_allclose(q[:, 8], [0, 0, 1 / 3, 0, 1 / 2, 2 / 3])
+    np.testing.assert_allclose(q[:, 9], [3 / 6, 2 / 6, 3 / 6, 1 / 6, 2 / 6, 3 / 6])
+    # a permutation of the questions permutes every feature but the place among equals, whose
+    # values within each state are the same set
+    perm = np.array([5, 3, 1, 0, 4, 2])
+    obs_p = {k: v[perm] if v.shape == (6,) else v for k, v in obs.items()}
+    q_p, _ = question_features(params, obs_p)
+    np.testing.assert_allclose(q_p[:, [0, 1, 2, 3, 4, 5, 6, 7, 9]],
+                               q[perm][:, [0, 1, 2, 3, 4, 5, 6, 7, 9]])  # fmt: skip
+    for state in ((0, 0), (1, 0)):
+        rows = [i for i in range(6) if (obs["successes"][i], obs["rollouts"][i]) == state]
+        rows_p = [i for i in range(6) if (obs_p["successes"][i], obs_p["rollouts"][i]) == state]
+        assert sorted(q[rows, 8]) == sorted(q_p[rows_p, 8])
 
 
 def test_wrapper_refuses_other_envs_and_passes_the_mask():

@@ -55,29 +55,39 @@ def test_main_ships_the_better_model(tmp_path, monkeypatch):
     best.write_bytes(b"best model")
     seen = {}
 
+    cloned = tmp_path / "cloned.zip"
+    cloned.write_bytes(b"cloned model")
+
     def fake_train(cfg):
         seen["cfg"] = cfg
-        return TrainResult(tmp_path, final, best, 1000, 1.0, 1000.0, [])
+        return TrainResult(tmp_path, final, best, 1000, 1.0, 1000.0, [], cloned_path=cloned)
 
-    scores = {f"sb3:{final}": 0.40, f"sb3:{best}": 0.45}
+    # per B: final 0.40 / 0.40, best 0.45 / 0.40, cloned 0.39 / 0.48 (utility per question)
+    scores = {(f"sb3:{final}", 16): 0.40, (f"sb3:{final}", 64): 0.40,
+              (f"sb3:{best}", 16): 0.45, (f"sb3:{best}", 64): 0.40,
+              (f"sb3:{cloned}", 16): 0.39, (f"sb3:{cloned}", 64): 0.48}  # fmt: skip
 
-    def fake_score(spec, episodes, seed):
-        seen.setdefault("scored", []).append((spec, episodes, seed))
-        return scores[spec]
+    def fake_score(spec, episodes, seed, num_questions):
+        seen.setdefault("scored", []).append((spec, episodes, seed, num_questions))
+        return scores[(spec, num_questions)] * num_questions
 
     monkeypatch.setattr(reproduce, "train", fake_train)
     monkeypatch.setattr(reproduce, "mean_utility", fake_score)
     dest = tmp_path / "shipped" / "rounds.zip"
     cfg = ReproduceConfig(time_limit_s=5.0, seed=3, out=str(tmp_path), dest=str(dest))
     assert reproduce.main(cfg) == dest
-    assert dest.read_bytes() == b"best model"
+    # the best mean per-question utility over B = 16 and 64: cloned (0.435) over best (0.425)
+    assert dest.read_bytes() == b"cloned model"
     train_cfg = seen["cfg"]
     assert (train_cfg.algo, train_cfg.env, train_cfg.policy) == ("ppo", ENV_ID, "equivariant")
     assert json.loads(train_cfg.env_kwargs) == ENV_KWARGS
     assert train_cfg.seed == 3 and train_cfg.time_limit_s == 5.0
-    # both candidates scored on the same paired episodes, seeds apart from the benchmark's
-    assert seen["scored"] == [(f"sb3:{final}", 1000, 10_007), (f"sb3:{best}", 1000, 10_007)]
-    # without a best model the final one ships
+    assert (train_cfg.clone, train_cfg.clone_sizes) == ("bamdp", "16,64")
+    # every candidate scored on the same paired episodes at both sizes, seeds apart from the
+    # benchmark's
+    assert seen["scored"] == [(f"sb3:{p}", 1000, 10_007, b) for p in (final, best, cloned)
+                              for b in (16, 64)]  # fmt: skip
+    # without a best model or a clone the final one ships
     monkeypatch.setattr(
         reproduce, "train", lambda cfg: TrainResult(tmp_path, final, None, 1, 1.0, 1.0, [])
     )
