@@ -630,7 +630,20 @@ def test_step_round_plan_is_the_shared_rule():
         am.step_round_plan(512, 64, adaptive=True, rounds=2, round_schedule="384,128")
 
 
-def test_question_utility_is_the_utilitys_own_value_and_follows_re_registration():
+@pytest.fixture
+def forget_test_utility():
+    """Remove the utility a test registers: the registry is process-wide, and a run in the same
+    test process would log it among its utilities."""
+    from adaroll_env import utilities
+
+    yield
+    utilities._REGISTRY.pop("adaroll_test_u", None)
+    utilities.get_utility.cache_clear()
+
+
+def test_question_utility_is_the_utilitys_own_value_and_follows_re_registration(
+    forget_test_utility,
+):
     from adaroll_env import model
     from adaroll_env.utilities import register_utility
 

@@ -448,14 +448,10 @@ def _run_simulations(cfg: BenchConfig, setups: dict[int, SimSetup]) -> dict[int,
     workers = cfg.workers or (os.cpu_count() or 1)
     chunks = _chunks(len(setups), cfg.episodes, workers)
     tasks = [(i, s, eps, cfg.seed) for i, s in setups.items() for eps in chunks]
-    merged: dict[int, dict[str, Any]] = {}
+    done: list[tuple[int, dict[str, Any]]] = []
 
     def add(index: int, part: dict[str, Any]) -> None:
-        if "error" in part:
-            merged[index] = part
-        elif "error" not in merged.get(index, {}):
-            for k, v in part.items():
-                merged.setdefault(index, {}).setdefault(k, []).extend(v)
+        done.append((index, part))
 
     progress = Progress(
         TextColumn("[bold]from-run"),
@@ -473,9 +469,21 @@ def _run_simulations(cfg: BenchConfig, setups: dict[int, SimSetup]) -> dict[int,
                 progress.advance(bar)
         else:
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                for fut in as_completed([pool.submit(_simulate_task, t) for t in tasks]):
-                    add(*fut.result())
+                futures = {pool.submit(_simulate_task, t): k for k, t in enumerate(tasks)}
+                parts: dict[int, tuple[int, dict[str, Any]]] = {}
+                for fut in as_completed(futures):
+                    parts[futures[fut]] = fut.result()
                     progress.advance(bar)
+                done.extend(parts[k] for k in sorted(parts))
+    # merged in the tasks' order (episode order), whatever order the workers finished in: the
+    # figures are then the same to the last bit with any number of workers
+    merged: dict[int, dict[str, Any]] = {}
+    for index, part in done:
+        if "error" in part:
+            merged[index] = part
+        elif "error" not in merged.get(index, {}):
+            for k, v in part.items():
+                merged.setdefault(index, {}).setdefault(k, []).extend(v)
     return merged
 
 

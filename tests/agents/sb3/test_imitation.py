@@ -59,7 +59,8 @@ def test_cloning_fits_the_experts_actions(tmp_path):
                       clone_epochs=300)  # fmt: skip
     res = main(cfg)
     report = json.loads((res.run_dir / "clone.json").read_text())
-    assert report["expert"] == "bamdp" and report["decisions"] == 40 * 4
+    # 40 expert episodes, then three DAgger iterations of 20 episodes driven by the clone
+    assert report["expert"] == "bamdp" and report["decisions"] == (40 + 3 * 20) * 4
     assert report["action_mse_after"] < 0.5 * report["action_mse_before"]
     assert report["value_mse_after"] < 0.5 * report["value_mse_before"]
     assert res.cloned_path is not None and res.cloned_path.is_file()
@@ -91,3 +92,24 @@ def test_cloning_fits_the_experts_actions(tmp_path):
 def test_clone_config_errors(kw, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         TrainConfig(clone="bamdp", **kw)
+
+
+def test_cloning_at_several_batch_sizes_fits_one_policy(tmp_path):
+    """``clone_sizes``: episodes at B = 4 and B = 8 (same rollouts per question) train the one
+    equivariant policy, read at each size; afterwards it still loads and acts at both."""
+    cfg = TrainConfig(env=ROUNDS, env_kwargs=json.dumps(SMALL), total_timesteps=64, n_envs=1,
+                      eval_freq=0, save_freq=0, out=str(tmp_path), name="run", progress=False,
+                      references=False, tensorboard=False, clone="bamdp", clone_episodes=10,
+                      clone_epochs=20, clone_sizes="4,8")  # fmt: skip
+    res = main(cfg)
+    report = json.loads((res.run_dir / "clone.json").read_text())
+    # (10 + 3 · 5) episodes of 4 decisions at each size (N = 4·B, rounds of B)
+    assert report["decisions"] == 2 * (10 + 3 * 5) * 4
+    assert report["action_mse_after"] < report["action_mse_before"]
+    for b in (4, 8):
+        env = gym.make(ROUNDS, **{**SMALL, "num_questions": b, "budget": 4 * b})
+        alloc = make_allocator(f"sb3:{res.cloned_path}", env)
+        obs, _ = env.reset(seed=0)
+        assert alloc.allocate(obs).sum() == b
+    with pytest.raises(ValueError, match="clone_sizes"):
+        TrainConfig(clone="bamdp", clone_sizes="16,x")
