@@ -131,7 +131,8 @@ class TestbedConfig:
         default="",
         metadata=field_help(
             "also copy the tables and each cell's results (model card, group shares, GRPO "
-            "config, evaluations, summaries; no weights or checkpoints) into this directory"
+            "config, provenance, evaluations, summaries; no weights or checkpoints) into this "
+            "directory"
         ),
     )
 
@@ -404,6 +405,7 @@ EXPORTED = (
     "warm_start/adaroll_model.json",
     GROUPS_FILE,
     "grpo/config.json",
+    "grpo/provenance.json",
     "grpo/eval.jsonl",
     "grpo/summary.json",
     "grpo/steps_summary.json",
