@@ -40,7 +40,15 @@ def start_record(cfg: Any) -> dict[str, Any]:
     card: dict[str, Any] | None = None
     if card_path.is_file():
         full = json.loads(card_path.read_text())
-        card = {k: full.get(k) for k in ("task", "arch", "weights_sha256", "steps", "commit")}
+        warm = full.get("git") or {}
+        card = {
+            "task": full.get("task"),
+            "architecture": full.get("architecture"),
+            "steps": full.get("steps"),
+            "weights_sha256": full.get("weights_sha256"),
+            "commit": warm.get("commit"),
+            "dirty": warm.get("dirty"),
+        }
     git = git_state()
     return {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),

@@ -74,6 +74,20 @@ def test_a_start_record_names_the_code_task_and_warm_start(tiny_model_dir: Path)
     assert "torch" in rec["versions"] and rec["command"] == "(called from Python)"
 
 
+def test_a_start_record_carries_the_warm_starts_model_card(tiny_model_dir: Path, tmp_path: Path):
+    import shutil
+
+    model = tmp_path / "ws"
+    shutil.copytree(tiny_model_dir, model)
+    card = {"task": "rg:chain_sum", "architecture": "gpt2", "steps": 1500,
+            "weights_sha256": "ab" * 32, "git": {"commit": "c" * 40, "dirty": False}}  # fmt: skip
+    (model / "adaroll_model.json").write_text(json.dumps(card))
+    rec = start_record(GRPOConfig(model=str(model)))
+    assert rec["model_card"] == {"task": "rg:chain_sum", "architecture": "gpt2", "steps": 1500,
+                                 "weights_sha256": "ab" * 32, "commit": "c" * 40,
+                                 "dirty": False}  # fmt: skip
+
+
 def _finished_run(d: Path, start: dict | None) -> None:
     d.mkdir(parents=True)
     (d / "summary.json").write_text(json.dumps({"steps": 2, "minutes": 0.1, "rollouts_total": 8}))
