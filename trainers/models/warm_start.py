@@ -31,40 +31,31 @@ import dataclasses
 import hashlib
 import json
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from adaroll_env.stats import library_versions
 from trainers.models.paths import cache_dir
 from trainers.models.supervised import (
     IGNORE_INDEX,
-    RunControl,
     Schedule,
     batch_stream,
     build_once,
     encode_supervised,
     loss_summary,
     lr_factor,
-    torch_threads,
 )
 from trainers.models.tiny import TINY_METADATA_FILE, TINY_RECIPE_VERSION, TinyConfig
 from trainers.models.warm_start_report import evaluate, report_table, sample_completions
 from trainers.models.warm_start_task import (
     MODEL_CARD,
-    RUN_FILE,
     WarmStartPlan,
-    invoked_or,
-    model_card,
     prepare_out,
-    resume_command,
-    run_plan,
-    save_model,
+    train_plan,
     write_json_last,
 )
 
@@ -290,50 +281,25 @@ def train_and_save(
     if directory is None and cfg.out is None:
         raise ValueError("train_and_save needs a directory or cfg.out; main(cfg) uses the cache")
     out = Path(directory if directory is not None else cfg.out)  # type: ignore[arg-type]
-    out.mkdir(parents=True, exist_ok=True)
     console = Console()
-    start = time.perf_counter()
-    control = RunControl(
-        directory=out,
-        label="pretrain-tiny",
-        progress=cfg.progress,
-        save_every=cfg.save_every,
-        save_minutes=cfg.save_minutes,
-        resume=resume,
-        resume_command=resume_command(cfg, "pretrain-tiny")
-        if cfg.out is not None
-        else invoked_or(cfg, "pretrain-tiny"),
-    )
-    with torch_threads(cfg.threads):
-        plan = tiny_plan(cfg)
-        (out / RUN_FILE).write_text(json.dumps(cfg.recipe(), indent=2) + "\n")
-        result = run_plan(plan, control, console)
-        save_model(result, out)
-        total = time.perf_counter() - start
-        meta: dict[str, Any] = {
-            "config": cfg.recipe(keep_out=True),
-            "recipe_version": TINY_RECIPE_VERSION,
-            "task": plan.task.describe(),
-            "parameters": sum(p.numel() for p in result.model.parameters()),
-            "loss": loss_summary(result.losses),
-            "train_seconds": result.train_seconds,
-            "total_seconds": total,
-            "threads": torch.get_num_threads(),
-            "versions": library_versions(("torch", "transformers", "tokenizers")),
-            "report": result.report,
-        }
-        card = model_card(
-            plan=plan,
-            result=result,
-            directory=out,
-            task_spec="arithmetic",
-            config=dataclasses.asdict(cfg),
-            command=invoked_or(cfg, "pretrain-tiny"),
-            total_seconds=total,
-        )
-        write_json_last(out / MODEL_CARD, card)
-        # Written last: its presence marks a complete tiny model directory.
-        write_json_last(out / TINY_METADATA_FILE, meta)
+    plan, result, card = train_plan(
+        cfg, out, "pretrain-tiny", tiny_plan, task_spec="arithmetic", resume=resume,
+        console=console,
+    )  # fmt: skip
+    meta: dict[str, Any] = {
+        "config": cfg.recipe(keep_out=True),
+        "recipe_version": TINY_RECIPE_VERSION,
+        "task": plan.task.describe(),
+        "parameters": card["parameters"],
+        "loss": loss_summary(result.losses),
+        "train_seconds": result.train_seconds,
+        "total_seconds": card["total_seconds"],
+        "threads": cfg.threads or os.cpu_count() or 1,
+        "versions": library_versions(("torch", "transformers", "tokenizers")),
+        "report": result.report,
+    }
+    # Written last: its presence marks a complete tiny model directory.
+    write_json_last(out / TINY_METADATA_FILE, meta)
     console.print(report_table(result.report))
     console.print(
         f"loss {meta['loss']['first']:.3f} -> {meta['loss']['last']:.3f} in {cfg.steps} steps, "

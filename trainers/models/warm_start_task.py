@@ -561,31 +561,35 @@ def write_json_last(path: Path, record: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def train_and_save(cfg: WarmStartConfig, directory: str | Path, *, resume: bool) -> Path:
-    """Warm-start per ``cfg`` into ``directory`` (resuming its checkpoint when ``resume``), print
-    the report and write the model card last; the directory."""
-    from rich.console import Console
-
-    from trainers.models.warm_start_report import report_table
-
-    out = Path(directory)
+def train_plan(
+    cfg: Any,
+    out: Path,
+    label: str,
+    make_plan: Callable[[Any], WarmStartPlan],
+    *,
+    task_spec: str,
+    resume: bool,
+    console: Any,
+) -> tuple[WarmStartPlan, WarmStartResult, dict[str, Any]]:
+    """What ``adaroll warm-start`` and ``adaroll pretrain-tiny`` share: the run control (periodic
+    checkpoints, clean stop, resume command), the plan of ``cfg`` trained under it, the model
+    saved and its card (``adaroll_model.json``) written; ``(plan, result, card)``."""
     out.mkdir(parents=True, exist_ok=True)
-    console = Console()
     start = time.perf_counter()
     control = RunControl(
         directory=out,
-        label="warm-start",
+        label=label,
         progress=cfg.progress,
         save_every=cfg.save_every,
         save_minutes=cfg.save_minutes,
         resume=resume,
         # a cache build resumes by itself: the same command again
-        resume_command=resume_command(cfg, "warm-start")
-        if cfg.out is not None
-        else invoked_or(cfg, "warm-start"),
+        resume_command=(
+            resume_command(cfg, label) if cfg.out is not None else invoked_or(cfg, label)
+        ),
     )
     with torch_threads(cfg.threads):
-        plan = plan_for(cfg)
+        plan = make_plan(cfg)
         (out / RUN_FILE).write_text(json.dumps(cfg.recipe(), indent=2) + "\n")
         result = run_plan(plan, control, console)
         save_model(result, out)
@@ -593,19 +597,34 @@ def train_and_save(cfg: WarmStartConfig, directory: str | Path, *, resume: bool)
             plan=plan,
             result=result,
             directory=out,
-            task_spec=cfg.task,
+            task_spec=task_spec,
             config=dataclasses.asdict(cfg),
-            command=invoked_or(cfg, "warm-start"),
+            command=invoked_or(cfg, label),
             total_seconds=time.perf_counter() - start,
         )
-        write_json_last(out / MODEL_CARD, card)  # last: marks the directory complete
+        write_json_last(out / MODEL_CARD, card)
+    return plan, result, card
+
+
+def train_and_save(cfg: WarmStartConfig, directory: str | Path, *, resume: bool) -> Path:
+    """Warm-start per ``cfg`` into ``directory`` (resuming its checkpoint when ``resume``), print
+    the report and write the model card last; the directory."""
+    from rich.console import Console
+
+    from trainers.models.warm_start_report import report_table
+
+    console = Console()
+    _, result, card = train_plan(
+        cfg, Path(directory), "warm-start", plan_for, task_spec=cfg.task, resume=resume,
+        console=console,
+    )  # fmt: skip
     title = f"{cfg.arch} warm start on {cfg.task}, held-out ({cfg.report_split})"
     console.print(report_table(result.report, title=title))
     console.print(
         f"{card['parameters']:,} parameters; loss {card['loss']['first']:.3f} -> "
         f"{card['loss']['last']:.3f} in {cfg.steps} steps, {card['total_seconds']:.0f} s"
     )
-    return out
+    return Path(directory)
 
 
 def _digest(cfg: WarmStartConfig) -> str:
