@@ -121,12 +121,18 @@ def quality(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
     return _with_bamdp_differences(result.rows, result.episodes)
 
 
-def _with_bamdp_differences(
-    rows: list[dict[str, Any]], episodes: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def _by_episode(episodes: list[dict[str, Any]]) -> dict[tuple[str, str], dict[int, float]]:
+    """(setting, allocator) -> episode -> utility: what paired differences are taken over."""
     by: dict[tuple[str, str], dict[int, float]] = {}
     for e in episodes:
         by.setdefault((e["setting"], e["allocator"]), {})[e["episode"]] = e["utility"]
+    return by
+
+
+def _with_bamdp_differences(
+    rows: list[dict[str, Any]], episodes: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    by = _by_episode(episodes)
     for r in rows:
         mine = by.get((r["setting"], "bamdp"))
         theirs = by[(r["setting"], r["allocator"])]
@@ -210,9 +216,7 @@ def summarise_rounds(
     """Per setting: the bound, each allocator's mean, bamdp's gap to the bound (± the 95 %
     half-width of its mean, relative), and the smallest paired difference bamdp − other among
     the non-oracle competitors (``uniform`` included) with its 95 % half-width."""
-    utility: dict[tuple[str, str], dict[int, float]] = {}
-    for e in episodes:
-        utility.setdefault((e["setting"], e["allocator"]), {})[e["episode"]] = e["utility"]
+    utility = _by_episode(episodes)
     by: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
         by.setdefault(r["setting"], {})[r["allocator"]] = r
