@@ -23,6 +23,7 @@ from agents.registry import (
 register_allocator("uniform", "agents.baselines:UniformAllocator")
 register_allocator("bamdp", "agents.bamdp.allocator:BAMDPAllocator")
 register_allocator("random", "agents.baselines:RandomAllocator")
+register_allocator("prior_filter", "agents.baselines:PriorFilterAllocator")
 register_allocator("oracle", "agents.bandits.allocators:OracleAllocator")
 register_allocator("thompson", "agents.bandits.allocators:ThompsonAllocator")
 register_allocator("bayes_ucb", "agents.bandits.allocators:BayesUCBAllocator")

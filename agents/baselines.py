@@ -1,4 +1,5 @@
-"""Reference allocators: ``uniform`` (what GRPO does) and ``random`` (a floor)."""
+"""Reference allocators: ``uniform`` (what GRPO does), ``random`` (a floor) and ``prior_filter``
+(``uniform`` on the questions the prior does not call hopeless or solved)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from adaroll_env.model import AllocationParams, split_round
-from agents.base import BaseAllocator, Obs
+from agents.base import BaseAllocator, Beliefs, Obs
+from agents.planning import deficit_split
 
 
 def uniform_target(params: AllocationParams) -> NDArray[np.int64]:
@@ -74,3 +76,85 @@ class RandomAllocator(BaseAllocator):
             room -= take
             left -= int(take.sum())
         return counts
+
+
+def degenerate_probabilities(
+    alpha: NDArray[np.float64], beta: NDArray[np.float64], group: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Under Beta(alpha, beta) beliefs, the predictive probabilities that a group of ``group``
+    rollouts is all wrong and all right (beta-binomial: ``B(a, b + G) / B(a, b)`` and
+    ``B(a + G, b) / B(a, b)``)."""
+    from scipy.special import betaln
+
+    a = np.asarray(alpha, dtype=np.float64)
+    b = np.asarray(beta, dtype=np.float64)
+    base = betaln(a, b)
+    return np.exp(betaln(a, b + group) - base), np.exp(betaln(a + group, b) - base)
+
+
+class PriorFilterAllocator(BaseAllocator):
+    """``uniform`` on the questions the belief prior does not call hopeless or solved: the
+    baseline that isolates what priors alone buy.
+
+    Source: DAPO's dynamic sampling (Yu et al., 2025, arXiv 2503.14476) drops the groups that
+    came back all right or all wrong *after* sampling them; this drops, *before* sampling, the
+    questions the prior expects to come back so (GRESO, arXiv 2506.02177, does it from each
+    question's history with random exploration; this uses the prior's predictive alone).
+
+    A question is *filtered* when, under the prior it enters the step with (``prior_alpha``,
+    ``prior_beta``: in training, its own decayed history over its group's fitted prior), a group
+    of ``group`` rollouts is all wrong with probability ≥ ``threshold`` (hopeless) or all right
+    with probability ≥ ``threshold`` (solved) — ``degenerate_probabilities``. The budget goes in
+    groups of ``group`` to the kept questions in their order (the data order: the first ones of
+    the pool), as many groups as it pays for; when too few are kept, the filtered questions with
+    the lowest probability of a degenerate group take the rest, so the budget is always spent.
+    It never looks at this step's outcomes (the plan is the same at every decision of a step),
+    so one round suffices; it reads beliefs, so it is ``adaptive`` for the trainer, which then
+    offers it a pool (``pool_size`` > B) to choose its groups from.
+    """
+
+    name = "prior_filter"
+
+    def __init__(self, *, group: int = 8, threshold: float = 0.9) -> None:
+        super().__init__()
+        from adaroll_env.errors import check_int
+
+        self.group = check_int("group", group, 1)
+        if not 0.0 < float(threshold) <= 1.0:
+            raise ValueError(
+                f"threshold must be in (0, 1], got {threshold!r}: the probability of an "
+                "all-wrong or all-right group from which a question is filtered (default 0.9)"
+            )
+        self.threshold = float(threshold)
+
+    def filtered(self, alpha: NDArray[np.float64], beta: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Which questions the prior calls hopeless or solved."""
+        wrong, right = degenerate_probabilities(alpha, beta, self.group)
+        return np.asarray((wrong >= self.threshold) | (right >= self.threshold), dtype=bool)
+
+    def plan(self, b: Beliefs) -> NDArray[np.int64]:
+        """Final group sizes: ``group`` each to the kept questions in order, the rest of the
+        budget to the least degenerate filtered ones; never below what a question has."""
+        p = self.params
+        a0, b0 = b.prior_alpha, b.prior_beta
+        wrong, right = degenerate_probabilities(a0, b0, self.group)
+        degenerate = np.maximum(wrong, right)
+        skip = degenerate >= self.threshold
+        # kept first (in order), then filtered by increasing chance of a degenerate group
+        order = np.lexsort((np.where(skip, degenerate, 0.0), skip))
+        target = b.rollouts.copy()
+        left = p.total_budget - int(target.sum())
+        for i in order.tolist():
+            if left <= 0:
+                break
+            add = min(max(self.group - int(target[i]), 0), left, p.cap - int(target[i]))
+            target[i] += add
+            left -= add
+        if left > 0:  # every question has its group: spread what is left evenly under the caps
+            target = target + split_round(np.ones(target.size), left, p.cap - target)
+        return target
+
+    def allocate(self, obs: Obs) -> NDArray[np.int64]:
+        """The decision's rollouts toward the plan, by deficit."""
+        b = self.beliefs(obs)
+        return deficit_split(self.plan(b), b)

@@ -112,3 +112,63 @@ def test_evaluate_policy(env_id, name, evaluate_matches_replay):
             obs, _, done, _, info = env.step(alloc.act(obs))
         assert np.asarray(info["allocation"]).tolist() == [8] * 6
     assert len(returns) == 5
+
+
+def _rounds_obs(alpha, beta, budget):
+    n = len(alpha)
+    return {
+        "alpha": np.asarray(alpha, dtype=np.float32),
+        "beta": np.asarray(beta, dtype=np.float32),
+        "successes": np.zeros(n, dtype=np.float32),
+        "rollouts": np.zeros(n, dtype=np.float32),
+        "budget_left": np.array([budget], dtype=np.float32),
+    }
+
+
+def test_degenerate_probabilities_match_the_beta_binomial():
+    from agents.baselines import degenerate_probabilities
+
+    # Beta(1, 1): every count of G = 3 is equally likely, 1/4 each
+    wrong, right = degenerate_probabilities(np.array([1.0]), np.array([1.0]), 3)
+    assert wrong[0] == pytest.approx(0.25) and right[0] == pytest.approx(0.25)
+    # Beta(2, 1): P(all wrong of 2) = E[(1-p)^2] = 2 * B(2, 3) = 1/6
+    wrong, right = degenerate_probabilities(np.array([2.0]), np.array([1.0]), 2)
+    assert wrong[0] == pytest.approx(1 / 6) and right[0] == pytest.approx(1 / 2)
+
+
+def test_prior_filter_gives_groups_to_the_kept_questions_in_order():
+    # 6 questions, budget 3 groups of 4: question 1 is hopeless, 3 solved; the rest are kept
+    alpha = [1.0, 0.02, 1.0, 50.0, 1.0, 1.0]
+    beta = [1.0, 40.0, 1.0, 0.02, 1.0, 1.0]
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=6, budget=12, round_size=12)
+    alloc = agents.make_allocator("prior_filter", env, group=4)
+    alloc.reset(env.unwrapped.params, seed=0)
+    counts = alloc.allocate(_rounds_obs(alpha, beta, 12))
+    assert counts.tolist() == [4, 0, 4, 0, 4, 0]
+    assert alloc.filtered(np.array(alpha), np.array(beta)).tolist() == [
+        False,
+        True,
+        False,
+        True,
+        False,
+        False,
+    ]
+
+
+def test_prior_filter_spends_the_budget_when_too_few_are_kept():
+    # only question 2 is kept: it gets its group, then the least degenerate filtered one
+    alpha = [0.02, 0.5, 1.0]
+    beta = [40.0, 30.0, 1.0]
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=3, budget=8, round_size=8)
+    alloc = agents.make_allocator("prior_filter", env, group=4)
+    alloc.reset(env.unwrapped.params, seed=0)
+    counts = alloc.allocate(_rounds_obs(alpha, beta, 8))
+    assert counts.tolist() == [0, 4, 4]
+    assert int(counts.sum()) == 8
+
+
+def test_prior_filter_refuses_a_bad_threshold():
+    with pytest.raises(ValueError, match="threshold must be in"):
+        from agents.baselines import PriorFilterAllocator
+
+        PriorFilterAllocator(threshold=0.0)

@@ -143,7 +143,17 @@ class CompeteConfig:
             "it competes, else the first)"
         ),
     )
-    seeds: int = field(default=3, metadata=field_help("seeds per entrant (0, 1, ...)"))
+    seeds: int = field(
+        default=3,
+        metadata=field_help("seeds per entrant (first_seed, first_seed + 1, ...)"),
+    )
+    first_seed: int = field(
+        default=0,
+        metadata=field_help(
+            "the first seed: a screen and the final it chooses for should not share seeds "
+            "(e.g. screen with --first-seed 100, run the final from 0)"
+        ),
+    )
     workers: int = field(default=2, metadata=field_help("runs in parallel (processes)"))
     out: str = field(default="runs/compete", metadata=field_help("competition directory"))
     progress: bool = field(default=True, metadata=field_help("show progress"))
@@ -197,6 +207,7 @@ class CompeteConfig:
             check_unique(self.resolved_entrants)  # e.g. "a:b" and "a_b" share a directory
         for name in ("seeds", "workers"):
             check_config_int(name, getattr(self, name), 1)
+        check_config_int("first_seed", self.first_seed, 0)
         if isinstance(self.stop_grace, bool) or not (
             isinstance(self.stop_grace, (int, float)) and self.stop_grace > 0
         ):
@@ -224,6 +235,10 @@ class CompeteConfig:
             return [e.allocator for e in self.resolved_entrants]
         text = DEFAULT_ALLOCATORS if self.allocators is None else self.allocators
         return [s.strip() for s in text.split(",") if s.strip()]
+
+    def seed_list(self) -> list[int]:
+        """The seeds every entrant runs: ``first_seed`` .. ``first_seed + seeds - 1``."""
+        return list(range(self.first_seed, self.first_seed + self.seeds))
 
     def names(self) -> list[str]:
         """The entrants' names, in order (with ``allocators``, the specs)."""
@@ -382,7 +397,7 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
 
     check_model_path(cfg.grpo.model)  # before the competition directory is written
     out = Path(cfg.out)
-    jobs = [cfg.run_config(name, s) for s in range(cfg.seeds) for name in cfg.names()]
+    jobs = [cfg.run_config(name, s) for s in cfg.seed_list() for name in cfg.names()]
     _check_recorded(jobs)
     resolve_model_dir(cfg.grpo.model)  # builds the tiny warm start once, before workers start
     out.mkdir(parents=True, exist_ok=True)
@@ -581,7 +596,7 @@ def _load(cfg: CompeteConfig) -> dict[str, list[dict[str, Any]]]:
 
     runs: dict[str, list[dict[str, Any]]] = {}
     for name in cfg.names():
-        for s in range(cfg.seeds):
+        for s in cfg.seed_list():
             d = cfg.run_dir(name, s)
             if not (d / "summary.json").exists():
                 continue
@@ -611,7 +626,7 @@ def provenance(cfg: CompeteConfig) -> dict[str, Any]:
     recorded = {
         f"{name} seed {s}": read_provenance(cfg.run_dir(name, s))
         for name in cfg.names()
-        for s in range(cfg.seeds)
+        for s in cfg.seed_list()
         if (cfg.run_dir(name, s) / "summary.json").exists()
     }
     return {

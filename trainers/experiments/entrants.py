@@ -2,8 +2,10 @@
 
 An entrant is a name (its run directory ``runs/<name>/seed<k>/`` and its table row), an allocator
 spec, the allocator's keyword arguments and overrides of a few ``GRPOConfig`` fields
-(``ENTRANT_SETTINGS``: the ones that shape allocation and beliefs, never the model, the task, the
-budget or the optimiser, which every entrant shares). ``load_entrants(path)`` reads a YAML
+(``ENTRANT_SETTINGS``: the ones that shape allocation and beliefs, plus the learning rate, the
+loss normalisation and DAPO's dynamic sampling, so that each entrant can run at its own best
+learning rate and the step size can be controlled; never the model, the task or the budget,
+which every entrant shares). ``load_entrants(path)`` reads a YAML
 (``.yaml``/``.yml``) or JSON file holding a list of them::
 
     - name: uniform
@@ -44,11 +46,14 @@ ENTRANT_SETTINGS: tuple[str, ...] = (
     "pool_size",
     "pilot",
     "max_group",
+    "lr",
+    "loss_type",
+    "dynamic_sampling",
 )
 #: every key an entrant of a file may hold
 ENTRANT_KEYS: tuple[str, ...] = ("name", "allocator", "allocator_kwargs", *ENTRANT_SETTINGS)
 #: the ``GRPOConfig`` fields of ``ENTRANT_SETTINGS`` that hold floats (an integer is widened)
-_FLOAT_SETTINGS = frozenset({"belief_decay", "prior_alpha", "prior_beta"})
+_FLOAT_SETTINGS = frozenset({"belief_decay", "prior_alpha", "prior_beta", "lr"})
 #: the settings that size a step's rounds: an entrant's own one replaces the shared ones
 ROUND_SETTINGS: tuple[str, ...] = ("rounds", "round_size", "round_schedule")
 
@@ -162,6 +167,11 @@ def _entrant(index: int, item: Any) -> Entrant:
     for k in _FLOAT_SETTINGS & set(settings):
         if isinstance(settings[k], int) and not isinstance(settings[k], bool):
             settings[k] = float(settings[k])
+        elif isinstance(settings[k], str):  # YAML reads 1e-4 (no dot) as a string
+            try:
+                settings[k] = float(settings[k])
+            except ValueError:
+                raise ValueError(f"{where}: {k} must be a number, got {settings[k]!r}") from None
     schedule = settings.get("round_schedule")
     if isinstance(schedule, list):  # [384, 128] in YAML/JSON: the spec "384,128"
         settings["round_schedule"] = ",".join(str(x) for x in schedule)

@@ -53,6 +53,9 @@ class StepReport:
     clip_ratio_low: float
     clip_ratio_high: float
     grad_norm: float
+    #: ``||theta_after - theta_before||`` of the update (the effective step; NaN when
+    #: ``update_norm_every`` skips the step, 0 when nothing carried gradient)
+    update_norm: float
     gradient_rollouts: int
     mean_length: float
     clipped_ratio: float
@@ -143,6 +146,7 @@ def build_report(
         clip_ratio_low=sums["t/low"],
         clip_ratio_high=sums["t/high"],
         grad_norm=sums["t/grad_norm"],
+        update_norm=sums.get("t/update_norm", math.nan),
         gradient_rollouts=round(sums["t/trained"] * world),
         mean_length=sums["length_sum"] / m,
         clipped_ratio=sums["truncated"] / m,

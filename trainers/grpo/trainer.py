@@ -86,8 +86,19 @@ __all__ = [
 def build_task(cfg: GRPOConfig) -> Task:
     """The config's task, from ``task_seed`` (the run's ``seed`` orders the data, never the
     task: the held-out split stays the same); synthetic tasks generate ``task_size`` prompts."""
-    if cfg.task == "arithmetic" and cfg.task_size is not None:
-        return make_task(cfg.task, seed=cfg.task_seed, num_train=cfg.task_size)
+    if cfg.validation_size and cfg.task != "arithmetic":
+        raise ValueError(
+            f"validation_size={cfg.validation_size} holds out arithmetic prompts; task "
+            f"{cfg.task!r} has its own validation split (an rg: task: num_validation in its "
+            "spec; a jsonl file: its rows of split 'validation'): drop --validation-size"
+        )
+    if cfg.task == "arithmetic":
+        extra: dict[str, int] = {}
+        if cfg.task_size is not None:
+            extra["num_train"] = cfg.task_size
+        if cfg.validation_size:
+            extra["num_validation"] = cfg.validation_size
+        return make_task(cfg.task, seed=cfg.task_seed, **extra)
     return make_task(cfg.task, seed=cfg.task_seed)
 
 
@@ -129,6 +140,12 @@ class GRPOTrainer:
         self.threads = torch.get_num_threads()
         self.device = self._pick_device()
         self.task = task if task is not None else build_task(cfg)
+        if cfg.eval_split == "validation" and cfg.eval_every and not self.task.validation:
+            raise ValueError(
+                f"eval_split='validation' but task {self.task.name!r} has no validation split: "
+                "give --validation-size N (arithmetic), num_validation in an rg: spec, or "
+                "--eval-split test"
+            )
         if not self.task.train:
             raise ValueError(f"task {self.task.name!r} has no training prompts: check the data")
         self._check_belief_group()
@@ -486,6 +503,7 @@ class GRPOTrainer:
             noise=noise,
             step=self.step,
             skipped_before=self.nan_skipped,
+            measure_update=bool(cfg.update_norm_every) and self.step % cfg.update_norm_every == 0,
         )
         self.nan_skipped += int(train["skipped"])
         train_seconds = time.perf_counter() - t
@@ -546,10 +564,11 @@ class GRPOTrainer:
 
     # --- evaluation -----------------------------------------------------------------------
     def evaluate(
-        self, *, size: int | None = None, k: int | None = None, split: str = "test"
+        self, *, size: int | None = None, k: int | None = None, split: str | None = None
     ) -> dict[str, float]:
         """Held-out pass@1 and pass@k overall and per level (``pass@1/level<L>``), and
-        ``prompts``, on ``size`` test prompts (``held_out_subset``) with ``k`` samples each
+        ``prompts``, on ``size`` prompts of ``split`` (default ``cfg.eval_split``: ``"test"`` or
+        ``"validation"``; ``held_out_subset``) with ``k`` samples each
         (``trainers.grpo.evaluation.evaluate_examples``).
 
         ``split="train"`` evaluates ``size`` prompts of the training set instead (spread over it
@@ -559,11 +578,19 @@ class GRPOTrainer:
         cfg = self.cfg
         k = cfg.eval_k if k is None else k
         size = cfg.eval_size if size is None else size
-        if split not in ("test", "train"):
-            raise ValueError(f"split must be 'test' or 'train', got {split!r}")
-        examples = held_out_subset(self.task.test if split == "test" else self.task.train, size)
+        split = cfg.eval_split if split is None else split
+        pools = {"test": self.task.test, "validation": self.task.validation,
+                 "train": self.task.train}  # fmt: skip
+        if split not in pools:
+            raise ValueError(f"split must be one of {list(pools)}, got {split!r}")
+        examples = held_out_subset(pools[split], size)
         if not examples:
-            raise ValueError(f"task {self.task.name!r} has no {split} prompts to evaluate")
+            fix = (
+                ": give --validation-size N (arithmetic) or a task with a validation split"
+                if split == "validation"
+                else ""
+            )
+            raise ValueError(f"task {self.task.name!r} has no {split} prompts to evaluate{fix}")
         return evaluate_examples(
             self.engine,
             examples,

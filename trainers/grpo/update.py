@@ -76,6 +76,19 @@ class UpdateBatch:
     groups: NDArray[np.int64]  # [M] question of each rollout
 
 
+def informative_rows(rewards: NDArray[np.float64], group: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """``[M]``: whether each rollout's group has rewards that are not all equal."""
+    if rewards.size == 0:
+        return np.zeros(0, dtype=bool)
+    g = np.asarray(group, dtype=np.int64)
+    size = int(g.max()) + 1
+    lo = np.full(size, np.inf)
+    hi = np.full(size, -np.inf)
+    np.minimum.at(lo, g, rewards)
+    np.maximum.at(hi, g, rewards)
+    return np.asarray((hi > lo)[g], dtype=bool)
+
+
 def prepare_batch(ro: Rollouts, prompt_of: list[list[int]], cfg: Any) -> UpdateBatch:
     """Flatten ``ro`` (``prompt_of[q]``: prompt ids of question ``q``) and compute advantages."""
     group = expand_groups([len(r) for r in ro.rewards])  # [M] question of each rollout
@@ -85,11 +98,25 @@ def prepare_batch(ro: Rollouts, prompt_of: list[list[int]], cfg: Any) -> UpdateB
     lengths = torch.tensor([len(c) for c in completions], dtype=torch.float32)  # [M]
     width = int(lengths.max().item()) if len(completions) else 1
     full_mask = (torch.arange(width)[None, :] < lengths[:, None]).float()  # [M, T]
-    weights = token_weights(
-        full_mask, loss_type=cfg.loss_type, max_completion_length=cfg.max_completion_length
-    )  # [M, T]
-    # zero-advantage rollouts have exactly zero loss and gradient without KL (grpo.py, 6.)
-    rows = np.arange(len(completions)) if cfg.beta > 0 else np.flatnonzero(adv != 0)
+    if getattr(cfg, "dynamic_sampling", False):
+        # DAPO's dynamic sampling: groups with equal rewards leave the batch before the loss,
+        # so the normaliser counts only the groups that stay
+        kept = informative_rows(rewards, group)  # [M] bool
+        weights = torch.zeros_like(full_mask)  # [M, T]
+        if kept.any():
+            keep = torch.from_numpy(kept)
+            weights[keep] = token_weights(
+                full_mask[keep],
+                loss_type=cfg.loss_type,
+                max_completion_length=cfg.max_completion_length,
+            )
+        rows = np.flatnonzero(kept)
+    else:
+        weights = token_weights(
+            full_mask, loss_type=cfg.loss_type, max_completion_length=cfg.max_completion_length
+        )  # [M, T]
+        # zero-advantage rollouts have exactly zero loss and gradient without KL (grpo.py, 6.)
+        rows = np.arange(len(completions)) if cfg.beta > 0 else np.flatnonzero(adv != 0)
     return UpdateBatch(
         prompts=[prompt_of[q] for q in group.tolist()],
         completions=completions,
@@ -279,19 +306,25 @@ def grpo_update(
     noise: NoiseCollector | None = None,
     step: int = 0,
     skipped_before: int = 0,
+    measure_update: bool = False,
 ) -> dict[str, float]:
     """Advantages, then ``num_iterations`` optimizer steps over micro-batches (``prompt_of[q]``:
     question ``q``'s prompt ids); the statistics (``loss``, ``kl``, ``entropy``, clip fractions
     ``low``/``high``, ``grad_norm``, ``trained`` rollouts, ``skipped``, ``lp_diff``: mean
     |engine − trainer| log-prob per token). With ``noise``, the first iteration's forward passes
-    also measure the gradient noise (``noise_*`` statistics). ``step`` and ``skipped_before``
-    only word the warning of a skipped update."""
+    also measure the gradient noise (``noise_*`` statistics). With ``measure_update``,
+    ``update_norm`` is ``||theta_after - theta_before||`` over the trainable weights (0 when
+    nothing carries gradient; NaN when not measured). ``step`` and ``skipped_before`` only word
+    the warning of a skipped update."""
     batch = prepare_batch(ro, prompt_of, cfg)
     stats = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "low": 0.0, "high": 0.0, "tokens": 0.0}
     stats.update(grad_norm=0.0, skipped=0.0, trained=float(batch.rows.size), lp_diff=math.nan)
+    stats["update_norm"] = 0.0 if measure_update else math.nan
     chunks = micro_batches(m.ranks, batch.rows, cfg.micro_batch_size)
     if not chunks:
         return stats  # nothing carries gradient: no update, exactly as a zero gradient
+    params = [p for p in m.policy.parameters() if p.requires_grad]
+    before = [p.detach().clone() for p in params] if measure_update else None
     old = old_logprobs(m, cfg, batch, chunks)
     for it in range(cfg.num_iterations):
         m.optimizer.zero_grad(set_to_none=True)
@@ -307,6 +340,11 @@ def grpo_update(
             m, cfg, stats, first=first, diffs=diffs, step=step, skipped_before=skipped_before
         ):
             break
+    if before is not None:  # the step the optimizer took, all iterations together
+        with torch.no_grad():
+            moved = zip(params, before, strict=True)
+            sq = sum(float((p.detach() - b).float().pow(2).sum()) for p, b in moved)
+        stats["update_norm"] = math.sqrt(sq)
     if noise is not None:
         measured = noise.result(batch.groups)
         stats.update({f"noise_{k}": v for k, v in measured.items()})

@@ -125,10 +125,11 @@ def arithmetic_task(
     ``num_validation`` (default 0: none) adds a ``validation`` split of distinct expressions of
     the ``"rl"`` half that are not in test, spread over levels as test is (at most 20% of a
     level's expressions each), ids ``2_000_000 + j``, drawn from a generator of its own so that
-    train and test are bit-identical with or without it. It is for choosing the settings of a
-    warm start (which trains on the ``"warmup"`` half and so never sees them) without looking at
-    test; GRPO trains on the ``"rl"`` half, so these expressions are among its training prompts
-    and the split says nothing about what GRPO learns.
+    test is bit-identical with or without it. Train never holds a validation expression (like
+    test, they are excluded from its draws; the ``"warmup"`` pool never meets them, so a warm
+    start's train split is bit-identical with or without it). It is for choosing settings — a
+    warm start's, or GRPO's (``--validation-size``, ``--eval-split validation``) — without
+    looking at test.
 
     >>> task = arithmetic_task(seed=0, num_train=8, num_test=8)
     >>> len(task.train), len(task.test)
@@ -139,8 +140,9 @@ def arithmetic_task(
     )
     rng = np.random.default_rng(seed)
     test, held_out = _draw_test(rng, chosen, num_test)
-    train = _draw_train(rng, chosen, num_train, held_out, pool)
-    validation = _draw_validation(seed, chosen, num_validation, held_out)
+    validation, validated = _draw_validation(seed, chosen, num_validation, held_out)
+    never_train = {lv: held_out[lv] | validated[lv] for lv in chosen}
+    train = _draw_train(rng, chosen, num_train, never_train, pool)
     return Task(
         "arithmetic",
         train,
@@ -241,18 +243,20 @@ _VALIDATION_STREAM = 1
 
 def _draw_validation(
     seed: int, chosen: Sequence[int], num_validation: int, held_out: dict[int, set[_Expr]]
-) -> list[Example]:
+) -> tuple[list[Example], dict[int, set[_Expr]]]:
     """Distinct expressions of the ``"rl"`` half outside ``held_out``, spread over ``chosen``
-    as evenly as the caps of test allow; ids ``VALIDATION_ID_OFFSET + j``."""
+    as evenly as the caps of test allow; ids ``VALIDATION_ID_OFFSET + j``; and the expressions
+    drawn at each level (what train must avoid)."""
+    drawn: dict[int, set[_Expr]] = {lv: set() for lv in chosen}
     if num_validation == 0:
-        return []
+        return [], drawn
     rng = np.random.default_rng([seed, _VALIDATION_STREAM])
     out: list[Example] = []
     for lv, count in zip(chosen, _even_split(num_validation, _test_caps(chosen)), strict=True):
-        seen: set[_Expr] = set()
+        seen = drawn[lv]
         while len(seen) < count:
             expr = _draw(rng, lv)
             if expr not in seen and expr not in held_out[lv] and _pool_of(expr) == "rl":
                 seen.add(expr)
                 out.append(_arith_example(VALIDATION_ID_OFFSET + len(out), expr, lv))
-    return out
+    return out, drawn

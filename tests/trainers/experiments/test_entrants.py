@@ -94,3 +94,21 @@ def test_allocators_become_entrants_named_by_their_spec() -> None:
     b.allocator_kwargs["horizon"] = 3  # the entrant holds its own copy
     assert kw == {"bamdp": {"horizon": 2}}
     assert set(ENTRANT_KEYS) >= {"name", "allocator", "round_schedule", "utility"}
+
+
+def test_an_entrant_sets_its_learning_rate_and_step_size_control(tmp_path: Path) -> None:
+    f = write(tmp_path / "e.yaml", """
+- name: uniform-lr1e-4
+  allocator: uniform
+  lr: 1e-4
+- name: dapo
+  allocator: uniform
+  dynamic_sampling: true
+  loss_type: dr_grpo
+""")  # fmt: skip
+    a, b = load_entrants(f)
+    assert a.settings == {"lr": 1e-4}  # YAML reads 1e-4 as a string: made a number
+    assert b.settings == {"dynamic_sampling": True, "loss_type": "dr_grpo"}
+    bad = write(tmp_path / "bad.yaml", "- {name: a, allocator: uniform, lr: fast}\n")
+    with pytest.raises(ValueError, match="lr must be a number"):
+        load_entrants(bad)

@@ -263,3 +263,25 @@ def test_the_run_seed_orders_data_but_never_changes_the_held_out_split(
     a.begin_step()
     b.begin_step()
     assert [e.id for e in a.examples] != [e.id for e in b.examples]
+
+
+def test_evaluation_reads_the_validation_split_when_asked(tiny_model_dir: Path) -> None:
+    cfg = small_cfg(tiny_model_dir, validation_size=16, eval_split="validation", eval_every=5)
+    trainer = GRPOTrainer(cfg)
+    assert len(trainer.task.validation) == 16
+    assert not {e.prompt for e in trainer.task.validation} & {e.prompt for e in trainer.task.train}
+    val = trainer.evaluate(size=None, k=2)
+    test = trainer.evaluate(size=None, k=2, split="test")
+    assert val["prompts"] == 16.0 and test["prompts"] == 200.0  # eval_size 200 of 400
+    # no validation split: refused before anything runs, naming the fix
+    with pytest.raises(ValueError, match="--validation-size"):
+        GRPOTrainer(small_cfg(tiny_model_dir, eval_split="validation", eval_every=5))
+    with pytest.raises(ValueError, match="own validation split"):
+        GRPOTrainer(small_cfg(tiny_model_dir, task="sample", validation_size=4))
+
+
+def test_each_step_reports_its_update_norm(tiny_model_dir: Path) -> None:
+    trainer = GRPOTrainer(small_cfg(tiny_model_dir, update_norm_every=2))
+    first, second = trainer.train_step(), trainer.train_step()
+    assert first.update_norm > 0 or first.gradient_rollouts == 0
+    assert np.isnan(second.update_norm)  # measured on steps 0, 2, 4, ...

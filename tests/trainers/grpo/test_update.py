@@ -231,3 +231,55 @@ def test_a_non_finite_gradient_skips_the_step_with_a_warning():
     assert optimizer_step(m, _cfg(max_grad_norm=1.0), stats, first=True, diffs=[1.0, 0.5])
     assert stats["grad_norm"] == pytest.approx(2.0) and stats["lp_diff"] == pytest.approx(0.75)
     torch.testing.assert_close(policy.table.detach(), torch.full((V, V), -0.25))
+
+
+def test_dynamic_sampling_normalises_over_the_groups_that_stay():
+    # question 0: rewards 1, 0 (kept); question 1: 1, 1 (dropped); question 2: one rollout (dropped)
+    ro = _rollouts(
+        [[1.0, 0.0], [1.0, 1.0], [0.0]],
+        [[[2, 2], [3]], [[2], [2, 3, 3]], [[3]]],
+        [[[-1, -1], [-1]], [[-1], [-1, -1, -1]], [[-1]]],
+    )
+    prompts = [[1], [1, 2], [3]]
+    dapo = prepare_batch(ro, prompts, _cfg(loss_type="dapo", dynamic_sampling=True))
+    # dapo: 1 / Σ tokens of the kept group (3 tokens), not of the whole batch (8)
+    expect = torch.zeros(5, 3)
+    expect[0, :2] = 1 / 3
+    expect[1, 0] = 1 / 3
+    torch.testing.assert_close(dapo.weights, expect)
+    assert dapo.rows.tolist() == [0, 1]
+    grpo = prepare_batch(ro, prompts, _cfg(loss_type="grpo", dynamic_sampling=True,
+                                           max_completion_length=3))  # fmt: skip
+    # grpo: 1 / (M_kept · len_i) with M_kept = 2
+    torch.testing.assert_close(grpo.weights[:2, :2], torch.tensor([[1 / 4, 1 / 4], [1 / 2, 0]]))
+    assert float(grpo.weights[2:].abs().sum()) == 0.0
+    # a KL penalty does not bring the dropped groups back: they left the batch
+    with_kl = prepare_batch(ro, prompts, _cfg(beta=0.04, dynamic_sampling=True))
+    assert with_kl.rows.tolist() == [0, 1]
+    # nothing informative: no weights, no rows
+    none = prepare_batch(_rollouts([[1.0, 1.0]], [[[2], [3]]], [[[-1], [-1]]]), [[1]],
+                         _cfg(dynamic_sampling=True))  # fmt: skip
+    assert none.rows.size == 0 and float(none.weights.sum()) == 0.0
+
+
+def test_dynamic_sampling_takes_a_larger_step_than_the_whole_batch_normaliser():
+    ro = _rollouts([[1.0, 0.0], [1.0, 1.0]], [[[2], [3]], [[2], [2]]],
+                   [[[-1], [-1]], [[-1], [-1]]])  # fmt: skip
+    plain = grpo_update(_models(Bigram()), _cfg(max_grad_norm=0.0), ro, [[1], [1]],
+                        measure_update=True)  # fmt: skip
+    dyn = grpo_update(_models(Bigram()), _cfg(max_grad_norm=0.0, dynamic_sampling=True), ro,
+                      [[1], [1]], measure_update=True)  # fmt: skip
+    # 4 tokens against the 2 that carry gradient: twice the gradient, twice the SGD step
+    assert dyn["grad_norm"] == pytest.approx(2 * plain["grad_norm"])
+    assert dyn["update_norm"] == pytest.approx(2 * plain["update_norm"])
+
+
+def test_update_norm_is_the_distance_the_weights_moved():
+    policy = Bigram()
+    stats = grpo_update(_models(policy), _cfg(max_grad_norm=0.0), _two_rollouts(), [[1]],
+                        measure_update=True)  # fmt: skip
+    # SGD with lr 1 moves W[1] by (0, 0, A/2, -A/2): norm A/sqrt(2), the gradient's norm
+    assert stats["update_norm"] == pytest.approx(A / math.sqrt(2))
+    assert stats["update_norm"] == pytest.approx(float(policy.table.detach().norm()))
+    unmeasured = grpo_update(_models(Bigram()), _cfg(), _two_rollouts(), [[1]])
+    assert math.isnan(unmeasured["update_norm"])

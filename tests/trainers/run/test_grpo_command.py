@@ -309,7 +309,7 @@ def test_eval_train_logs_training_prompts_beside_held_out(
     assert [r["pass@1"] for r in held] == [r["pass@1"] for r in recs]
     assert not any(k.startswith("train/") for r in held for k in r)
     t = GRPOTrainer(small_cfg(tiny_model_dir))
-    with pytest.raises(ValueError, match="split must be 'test' or 'train'"):
+    with pytest.raises(ValueError, match=r"split must be one of \['test', 'validation', 'train'\]"):
         t.evaluate(split="dev")
     with pytest.raises(ValueError, match="eval_train"):
         small_cfg(tiny_model_dir, eval_train=-1)

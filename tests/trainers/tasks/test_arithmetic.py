@@ -230,3 +230,23 @@ def test_validation_size_is_checked() -> None:
         arithmetic_task(seed=0, num_train=10, num_validation=-1)
     small = arithmetic_task(seed=0, num_train=10, num_test=10, levels=[0, 4], num_validation=40)
     assert Counter(e.level for e in small.validation) == {0: 20, 4: 20}
+
+
+def test_validation_prompts_are_never_trained_on():
+    from trainers.tasks.arithmetic import arithmetic_task
+
+    task = arithmetic_task(seed=0, num_train=20_000, num_test=400, num_validation=400)
+    prompts = {ex.prompt for ex in task.validation}
+    assert len(prompts) == 400
+    assert not prompts & {ex.prompt for ex in task.train}
+    assert not prompts & {ex.prompt for ex in task.test}
+    # the small levels make the check bite: without the exclusion d+d is all but surely drawn
+    assert any(ex.level == 0 for ex in task.validation)
+    # test is the same with or without a validation split; so is the warm start's train split
+    plain = arithmetic_task(seed=0, num_train=20_000, num_test=400)
+    assert [ex.prompt for ex in plain.test] == [ex.prompt for ex in task.test]
+    warm = arithmetic_task(seed=0, num_train=2_000, num_test=400, pool="warmup")
+    warm_v = arithmetic_task(
+        seed=0, num_train=2_000, num_test=400, pool="warmup", num_validation=400
+    )
+    assert [ex.prompt for ex in warm.train] == [ex.prompt for ex in warm_v.train]
