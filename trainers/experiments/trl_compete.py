@@ -1,4 +1,5 @@
-"""A short competition inside TRL: ``AllocatingGRPOTrainer`` with several allocators and seeds.
+"""A short competition inside TRL: ``AllocatingGRPOTrainer`` with several allocators and seeds,
+and C-GRPO as a peer.
 
 What ``scripts/trl_compete.py`` runs. Every run trains the warm-started ``tiny`` model on the
 ``arithmetic`` task with the same TRL settings (``B`` prompts × ``G`` completions per step, TRL's
@@ -7,7 +8,18 @@ the same ``eval_size`` test prompts (spread evenly over the split) with ``eval_k
 before training and after, with a fixed sampling seed. Besides accuracy each run reports its mean
 training reward over the first and the last quarter of the steps (over the rollouts the
 allocator chose, so not comparable across allocators), its informative fraction and its rollouts
-with non-zero advantage per step (TRL's metrics, ``allocation/...``).
+with non-zero advantage per step (TRL's metrics, ``allocation/...``), and the rollouts it
+generated per step (``rollouts_per_step``; B·G for every allocator).
+
+The entrant ``cgrpo`` is C-GRPO (``trainers.trl.cgrpo``: trl-cgrpo's ``CGRPOTrainer`` at its
+documented defaults, the ``cgrpo`` extra, TRL 1.14 only) on the same B prompts per step, TRL
+settings, data order and evaluation; ``G`` does not apply to it (its group width is
+max(budget_grid) = 32, each prompt sampled until its answers agree). Its budget varies per
+prompt, and its calibrations generate ``calibration_size`` × 32 completions each, so it reports
+``rollouts_per_step`` (training and calibration), ``train_rollouts_per_step``,
+``calibration_rollouts`` and ``rollouts_by_step``, against which its pass@1 is to be read. When
+``cgrpo`` runs, the task gets a validation split of ``calibration_size`` prompts (held out from
+train and test; C-GRPO calibrates on it) for every entrant, so that all train on the same prompts.
 
 >>> result = main(TrlCompeteConfig(steps=10, seeds=1))  # doctest: +SKIP
 """
@@ -27,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainers.trl.cgrpo import CGRPO, require_cgrpo
+
 RESULTS_FILE = "trl_compete.json"
 
 
@@ -38,7 +52,12 @@ def _help(text: str) -> dict[str, str]:
 class TrlCompeteConfig:
     """Configuration of the TRL competition."""
 
-    allocators: str = field(default="uniform,bamdp", metadata=_help("comma-separated specs"))
+    allocators: str = field(
+        default="uniform,bamdp",
+        metadata=_help(
+            "comma-separated allocator specs; 'cgrpo' runs C-GRPO (the cgrpo extra, TRL 1.14)"
+        ),
+    )
     seeds: int = field(default=2, metadata=_help("seeds per allocator (0, 1, ...)"))
     steps: int = field(default=400, metadata=_help("optimizer steps per run"))
     batch_size: int = field(default=16, metadata=_help("B: prompts per step"))
@@ -63,6 +82,13 @@ class TrlCompeteConfig:
         default="level",
         metadata=_help("a dataset column grouping fitted priors (e.g. 'level'), or 'none'"),
     )
+    calibration_size: int = field(
+        default=200,
+        metadata=_help(
+            "cgrpo: held-out prompts it calibrates on (a validation split, drawn for every "
+            "entrant when cgrpo runs; 200 as trl-cgrpo's example holds out)"
+        ),
+    )
     round_schedule: str = field(
         default="auto",
         metadata=_help(
@@ -80,6 +106,7 @@ class TrlCompeteConfig:
             "max_completion_length",
             "eval_size",
             "task_size",
+            "calibration_size",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -90,8 +117,10 @@ class TrlCompeteConfig:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if self.group_size < 2:
             raise ValueError(f"group_size must be >= 2 (TRL needs two), got {self.group_size}")
-        if not [a for a in self.allocators.split(",") if a.strip()]:
+        if not self.entrants:
             raise ValueError("allocators is empty: name at least one, e.g. 'uniform,bamdp'")
+        if CGRPO in self.entrants:
+            require_cgrpo()  # before any run: the extra and the TRL line it needs
         from adaroll_env.utilities import get_utility
 
         get_utility(self.utility)  # an unknown name raises, suggesting the closest
@@ -109,6 +138,20 @@ class TrlCompeteConfig:
                 f"belief_group {self.belief_group!r} needs --belief-prior fitted (one fitted "
                 "prior per group)"
             )
+
+    @property
+    def entrants(self) -> list[str]:
+        """The allocator specs (and ``cgrpo``) of ``allocators``, in order."""
+        return [a.strip() for a in self.allocators.split(",") if a.strip()]
+
+
+def competition_task(cfg: TrlCompeteConfig) -> Any:
+    """The arithmetic task every run trains on (``task_size`` training prompts), with a
+    validation split of ``calibration_size`` held-out prompts when ``cgrpo`` runs."""
+    from trainers.tasks import make_task
+
+    validation = cfg.calibration_size if CGRPO in cfg.entrants else 0
+    return make_task("arithmetic", seed=0, num_train=cfg.task_size, num_validation=validation)
 
 
 def held_out_pass_at_1(model: Any, tokenizer: Any, task: Any, cfg: TrlCompeteConfig) -> float:
@@ -138,53 +181,70 @@ def held_out_pass_at_1(model: Any, tokenizer: Any, task: Any, cfg: TrlCompeteCon
     return result.figures["pass@1"]
 
 
+def trl_arguments(cfg: TrlCompeteConfig, output_dir: str, seed: int) -> dict[str, Any]:
+    """The ``trl.GRPOConfig`` arguments every entrant shares."""
+    return {
+        "output_dir": output_dir,
+        "per_device_train_batch_size": cfg.batch_size * cfg.group_size,
+        "num_generations": cfg.group_size,
+        "max_completion_length": cfg.max_completion_length,
+        "max_steps": cfg.steps,
+        "learning_rate": cfg.lr,
+        "lr_scheduler_type": "constant",
+        "top_k": 0,
+        "use_cpu": True,
+        "bf16": False,
+        "activation_checkpointing": False,
+        "report_to": "none",
+        "save_strategy": "no",
+        "logging_steps": 1,  # cgrpo's rollouts are counted from one log per step
+        "disable_tqdm": True,
+        "seed": seed,
+        "dataloader_num_workers": 0,
+        "log_completions": False,
+    }
+
+
 def run_one(cfg: TrlCompeteConfig, allocator: str, seed: int) -> dict[str, Any]:
-    """Train one run; its held-out accuracy before and after, and its training metrics."""
+    """Train one run; its held-out accuracy before and after, its training metrics and the
+    rollouts it generated."""
     import torch
     import trl
 
     from trainers.models.loading import load_policy
-    from trainers.tasks import make_task
-    from trainers.trl.trainer import AllocatingGRPOTrainer, task_dataset, task_reward
+    from trainers.trl.cgrpo import build_cgrpo, cgrpo_rollouts
 
     torch.set_num_threads(1)
-    task = make_task("arithmetic", seed=0, num_train=cfg.task_size)
+    task = competition_task(cfg)
     model, tokenizer = load_policy("tiny")
     before = held_out_pass_at_1(model, tokenizer, task, cfg)
     start = time.perf_counter()
+    meter = None
     with tempfile.TemporaryDirectory(prefix="trl-compete-") as tmp:
-        args = trl.GRPOConfig(
-            output_dir=tmp,
-            per_device_train_batch_size=cfg.batch_size * cfg.group_size,
-            num_generations=cfg.group_size,
-            max_completion_length=cfg.max_completion_length,
-            max_steps=cfg.steps,
-            learning_rate=cfg.lr,
-            lr_scheduler_type="constant",
-            top_k=0,
-            use_cpu=True,
-            bf16=False,
-            activation_checkpointing=False,
-            report_to="none",
-            save_strategy="no",
-            logging_steps=1,
-            disable_tqdm=True,
-            seed=seed,
-            dataloader_num_workers=0,
-            log_completions=False,
-        )
-        trainer = AllocatingGRPOTrainer(
-            model=model,
-            reward_funcs=task_reward(task),
-            args=args,
-            train_dataset=task_dataset(task),
-            processing_class=tokenizer,
-            allocator=allocator,
-            utility=cfg.utility,
-            belief_prior=cfg.belief_prior,
-            belief_group=None if cfg.belief_group == "none" else cfg.belief_group,
-            round_schedule=None if cfg.round_schedule == "none" else cfg.round_schedule,
-        )
+        arguments = trl_arguments(cfg, tmp, seed)
+        if allocator == CGRPO:
+            trainer, meter = build_cgrpo(
+                model=model,
+                tokenizer=tokenizer,
+                task=task,
+                train_args=arguments,
+                prompts_per_step=cfg.batch_size,
+            )
+        else:
+            from trainers.trl.trainer import AllocatingGRPOTrainer, task_dataset, task_reward
+
+            trainer = AllocatingGRPOTrainer(
+                model=model,
+                reward_funcs=task_reward(task),
+                args=trl.GRPOConfig(**arguments),
+                train_dataset=task_dataset(task),
+                processing_class=tokenizer,
+                allocator=allocator,
+                utility=cfg.utility,
+                belief_prior=cfg.belief_prior,
+                belief_group=None if cfg.belief_group == "none" else cfg.belief_group,
+                round_schedule=None if cfg.round_schedule == "none" else cfg.round_schedule,
+            )
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trainer.train()
@@ -192,6 +252,24 @@ def run_one(cfg: TrlCompeteConfig, allocator: str, seed: int) -> dict[str, Any]:
     after = held_out_pass_at_1(trainer.model, tokenizer, task, cfg)
     logs = [h for h in trainer.state.log_history if "reward" in h]
     quarter = max(1, len(logs) // 4)
+    steps = int(trainer.state.global_step)
+    figures: dict[str, float | None]
+    if meter is None:
+        train = [sum(r.counts) for r in trainer.allocations]  # one generation batch a step
+        calibration = [0] * len(train)
+        figures = {
+            "informative_frac": statistics.fmean(h["allocation/informative_frac"] for h in logs),
+            "gradient_rollouts": statistics.fmean(h["allocation/gradient_rollouts"] for h in logs),
+            "alloc_overhead": statistics.fmean(h["allocation/overhead"] for h in logs),
+        }
+    else:
+        train, calibration = cgrpo_rollouts(trainer.state.log_history, cfg.batch_size, steps)
+        figures = {
+            "informative_frac": statistics.fmean(meter.informative),
+            "gradient_rollouts": statistics.fmean(meter.gradient_rollouts),
+            "alloc_overhead": None,  # its stopping rule is not timed apart from its generation
+        }
+    by_step = [t + c for t, c in zip(train, calibration, strict=True)]
     return {
         "allocator": allocator,
         "seed": seed,
@@ -199,39 +277,43 @@ def run_one(cfg: TrlCompeteConfig, allocator: str, seed: int) -> dict[str, Any]:
         "pass@1_after": after,
         "train_reward_first_quarter": statistics.fmean(h["reward"] for h in logs[:quarter]),
         "train_reward_last_quarter": statistics.fmean(h["reward"] for h in logs[-quarter:]),
-        "informative_frac": statistics.fmean(h["allocation/informative_frac"] for h in logs),
-        "gradient_rollouts": statistics.fmean(h["allocation/gradient_rollouts"] for h in logs),
-        "alloc_overhead": statistics.fmean(h["allocation/overhead"] for h in logs),
+        **figures,
+        "rollouts_per_step": sum(by_step) / max(steps, 1),
+        "train_rollouts_per_step": sum(train) / max(steps, 1),
+        "calibration_rollouts": sum(calibration),
+        "rollouts_by_step": by_step,
         "minutes": minutes,
     }
 
 
 def main(cfg: TrlCompeteConfig) -> dict[str, Any]:
     """Run every allocator × seed, print a table, write ``RESULTS_FILE`` into ``cfg.out``."""
-    names = [a.strip() for a in cfg.allocators.split(",") if a.strip()]
+    names = cfg.entrants
     jobs = [(a, s) for s in range(cfg.seeds) for a in names]
     if cfg.workers > 1:
         with ProcessPoolExecutor(cfg.workers) as pool:
             runs = list(pool.map(run_one, [cfg] * len(jobs), *zip(*jobs, strict=True)))
     else:
         runs = [run_one(cfg, a, s) for a, s in jobs]
-    summary: dict[str, dict[str, float]] = {}
+    summary: dict[str, dict[str, float | None]] = {}
     for name in dict.fromkeys(a for a, _ in jobs):
         mine = [r for r in runs if r["allocator"] == name]
-        summary[name] = {
-            key: statistics.fmean(r[key] for r in mine)
-            for key in mine[0]
-            if key not in ("allocator", "seed")
-        }
+        summary[name] = {}
+        for key in mine[0]:
+            values = [r[key] for r in mine if r[key] is not None]
+            if key in ("allocator", "seed") or any(isinstance(v, list) for v in values):
+                continue  # names, and series such as rollouts_by_step
+            summary[name][key] = statistics.fmean(values) if values else None  # None: not measured
     print(
         f"TRL competition: tiny model, arithmetic, B={cfg.batch_size}, G={cfg.group_size}, "
         f"{cfg.steps} steps, {cfg.seeds} seeds (means); held-out pass@1 on {cfg.eval_size} "
         f"prompts × {cfg.eval_k}"
     )
-    keys = list(next(iter(summary.values())))
+    keys = list(dict.fromkeys(k for row in summary.values() for k in row))
     print(f"{'allocator':<12}" + "".join(f"{k[:18]:>20}" for k in keys))
     for name, row in summary.items():
-        print(f"{name:<12}" + "".join(f"{row[k]:>20.4f}" for k in keys))
+        cells = (row.get(k) for k in keys)
+        print(f"{name:<12}" + "".join(f"{'-':>20}" if v is None else f"{v:>20.4f}" for v in cells))
     result = {"config": dataclasses.asdict(cfg), "runs": runs, "summary": summary}
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)

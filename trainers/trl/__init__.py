@@ -3,7 +3,7 @@
 Rooms (``trainers.trl.``):
 
 - ``trainer``: ``AllocatingGRPOTrainer`` (TRL's hooks, the contract with TRL in its docstring),
-  ``TRL_RANGE`` and ``check_trl_version``; importing it needs the ``trl`` extra;
+  ``TRL_LINES``, ``TRL_RANGE`` and ``check_trl_version``; importing it needs the ``trl`` extra;
 - ``adapters``: the TRL-free pieces (an adaroll task as a TRL dataset and reward, prompt keys,
   the per-batch allocation record, argument checks), importable without TRL.
 
@@ -18,7 +18,15 @@ from typing import Any
 
 _HOMES = {
     **dict.fromkeys(
-        ["AllocatingGRPOTrainer", "RECORDS_KEPT", "STATE_FILE", "TRL_RANGE", "check_trl_version"],
+        [
+            "AllocatingGRPOTrainer",
+            "RECORDS_KEPT",
+            "STATE_FILE",
+            "TRL_LINES",
+            "TRL_RANGE",
+            "TRL_REQUIREMENT",
+            "check_trl_version",
+        ],
         "trainer",
     ),
     **dict.fromkeys(

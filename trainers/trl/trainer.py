@@ -25,7 +25,8 @@ priors; a completion whose reward (TRL's weighted sum over reward functions) rea
 ``success_threshold`` counts as a success. The store goes into every TRL checkpoint
 (``adaroll_allocation.json``) and comes back with ``train(resume_from_checkpoint=...)``.
 
-TRL methods replaced, and why (TRL >=1.16,<1.17, ``TRL_RANGE``; checked at import):
+TRL methods replaced, and why (TRL 1.14 from 1.14.2, or 1.16: ``TRL_RANGE``, checked at import; the
+same in both lines, as ``TRL_LINES`` says):
 
 - ``_generate_and_score_completions``: in training, runs the allocation rounds (each round
   generates through TRL's own ``_generate`` and scores through TRL's own ``_calculate_rewards``),
@@ -84,8 +85,20 @@ from numpy.typing import NDArray
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-#: the TRL releases this module was written against and tested with (the ``trl`` extra pins them)
-TRL_RANGE = ">=1.16,<1.17"
+#: the TRL release lines this module was written against and tested with, one specifier set each
+#: (the ``trl`` extra pins the same, ``TRL_REQUIREMENT``). What differs between them for the hooks
+#: below (read in both releases' ``grpo_trainer.py``): nothing in the methods replaced or the
+#: attributes read; ``_generate_single_turn`` takes ``num_generations`` in both (1.14.0 did not: it
+#: is left out, and so is 1.14.1, untested, which differs from 1.14.2 only in its eos handling).
+#: 1.14 logs decoded prompt and completion texts in ``_logs`` where 1.16 logs the prompts as
+#: given, which this module never reads; 1.15 is untested and refused.
+TRL_LINES = (">=1.14.2,<1.15", ">=1.16,<1.17")
+
+#: ``TRL_LINES`` in words, for messages
+TRL_RANGE = " or ".join(TRL_LINES)
+
+#: ``TRL_LINES`` as one pip requirement (the ``trl`` extra's)
+TRL_REQUIREMENT = "trl>=1.14.2,<1.17,!=1.15.*"
 
 #: file written into each TRL checkpoint directory
 STATE_FILE = "adaroll_allocation.json"
@@ -95,15 +108,17 @@ RECORDS_KEPT = 10_000
 
 
 def check_trl_version(version: str) -> None:
-    """Raise ``ImportError`` naming the supported range when ``version`` is outside it."""
+    """Raise ``ImportError`` naming the supported lines when ``version`` is in none of them."""
     try:
-        ok = SpecifierSet(TRL_RANGE).contains(Version(version), prereleases=True)
+        parsed = Version(version)
+        ok = any(SpecifierSet(line).contains(parsed, prereleases=True) for line in TRL_LINES)
     except InvalidVersion:
         ok = False
     if not ok:
         raise ImportError(
             f"trainers.trl.trainer supports trl {TRL_RANGE}, but trl {version} is installed: "
-            f'install a supported release (pip install -e ".[trl]" or pip install "trl{TRL_RANGE}")'
+            f'install a supported release (pip install -e ".[trl]" or pip install '
+            f'"{TRL_REQUIREMENT}")'
         )
 
 
@@ -138,7 +153,9 @@ from trainers.trl.adapters import (  # noqa: E402  (re-exported: documented as t
 __all__ = [
     "RECORDS_KEPT",
     "STATE_FILE",
+    "TRL_LINES",
     "TRL_RANGE",
+    "TRL_REQUIREMENT",
     "AllocatingGRPOTrainer",
     "AllocationRecord",
     "check_trl_version",

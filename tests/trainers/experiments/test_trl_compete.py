@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import ClassVar
@@ -44,6 +45,9 @@ def test_competition_trains_each_allocator_and_evaluates(
     # uniform: groups of G = 2, so a prompt's two rollouts carry gradient exactly when it is mixed
     u = runs["uniform"]
     assert u["gradient_rollouts"] == pytest.approx(2 * 4 * u["informative_frac"])
+    for r in runs.values():  # every allocator generates B·G = 8 rollouts a step, no calibration
+        assert r["rollouts_by_step"] == [8, 8] and r["calibration_rollouts"] == 0
+        assert r["rollouts_per_step"] == r["train_rollouts_per_step"] == 8
     assert json.loads((tmp_path / RESULTS_FILE).read_text())["runs"] == result["runs"]
     saved = json.loads((tmp_path / RESULTS_FILE).read_text())
     assert (saved["config"]["utility"], saved["config"]["belief_group"]) == ("snr(8)", "level")
@@ -69,6 +73,7 @@ def test_competition_trains_each_allocator_and_evaluates(
         ({"group_size": 1}, "group_size must be >= 2 (TRL needs two), got 1"),
         ({"belief_prior": "learned"}, "belief_prior must be 'fixed' or 'fitted', got 'learned'"),
         ({"utility": "informativ"}, "Did you mean 'informative'"),
+        ({"calibration_size": 0}, "calibration_size must be an integer >= 1, got 0"),
         ({"batch_size": 2, "group_size": 2, "round_schedule": "3,2"},
          "round_schedule: round schedule '3,2' hands out 5 rollouts, but the rounds hand out 4"),
     ],
@@ -147,3 +152,35 @@ def test_main_means_over_seeds_prints_and_writes(tmp_path, monkeypatch, capsys):
     assert lines[2].split() == ["uniform", "0.2500", "0.3000", "0.5000", "1.5000"]
     assert lines[3].split() == ["bamdp", "0.2500", "0.5000", "0.5000", "1.5000"]
     assert lines[4] == f"results: {tmp_path / RESULTS_FILE}"
+
+
+def test_cgrpo_without_its_extra_is_refused_before_any_run(monkeypatch):
+    monkeypatch.setitem(sys.modules, "trl_cgrpo", None)  # as if trl-cgrpo were not installed
+    with pytest.raises(ImportError, match=r'needs the TRL 1.14 line .*pip install -e ".\[cgrpo\]"'):
+        TrlCompeteConfig(allocators="uniform, cgrpo")
+    TrlCompeteConfig(allocators="uniform,bamdp")  # the others need no trl-cgrpo
+
+
+def test_main_summary_skips_series_and_unmeasured_figures(tmp_path, monkeypatch, capsys):
+    def fake(cfg, allocator, seed):
+        cgrpo = allocator == "cgrpo"
+        return {"allocator": allocator, "seed": seed, "pass@1_after": 0.5,
+                "alloc_overhead": None if cgrpo else 0.01 * (seed + 1),
+                "rollouts_per_step": 100.0 + seed if cgrpo else 8.0,
+                "rollouts_by_step": [90 + seed, 110 + seed] if cgrpo else [8, 8]}  # fmt: skip
+
+    monkeypatch.setattr("trainers.experiments.trl_compete.require_cgrpo", lambda: None)
+    monkeypatch.setattr("trainers.experiments.trl_compete.run_one", fake)
+    cfg = parse_args(["--allocators", "uniform,cgrpo", "--seeds", "2", "--out", str(tmp_path)])
+    result = main(cfg)
+    assert result["summary"] == {
+        "uniform": {"pass@1_after": 0.5, "alloc_overhead": pytest.approx(0.015),
+                    "rollouts_per_step": 8.0},
+        "cgrpo": {"pass@1_after": 0.5, "alloc_overhead": None, "rollouts_per_step": 100.5},
+    }  # fmt: skip
+    assert [r["rollouts_by_step"] for r in result["runs"]][1] == [90, 110]  # kept in the runs
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split() == ["uniform", "0.5000", "0.0150", "8.0000"]
+    assert lines[3].split() == ["cgrpo", "0.5000", "-", "100.5000"]
+    saved = json.loads((tmp_path / RESULTS_FILE).read_text())
+    assert saved["summary"]["cgrpo"]["alloc_overhead"] is None

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from packaging.specifiers import SpecifierSet
 
 pytest.importorskip("trl", reason="needs the trl extra: pip install -e '.[trl]'")
 
@@ -30,7 +31,9 @@ from trainers.models.loading import load_policy
 from trainers.tasks import make_task
 from trainers.trl.trainer import (
     STATE_FILE,
+    TRL_LINES,
     TRL_RANGE,
+    TRL_REQUIREMENT,
     AllocatingGRPOTrainer,
     check_trl_version,
     prompt_key,
@@ -543,11 +546,39 @@ def test_belief_groups_from_a_dataset_column(
         train(bad)
 
 
+@pytest.mark.parametrize("version", ["1.14.2", "1.14.9", "1.16.0", "1.16.3"])
+def test_each_supported_trl_line_is_accepted(version: str) -> None:
+    check_trl_version(version)
+
+
+@pytest.mark.parametrize(
+    "version",
+    # 1.14.0: _generate_single_turn without num_generations; 1.14.1 and 1.15: untested
+    ["1.9.0", "1.13.2", "1.14.0", "1.14.1", "1.15.0", "1.15.2", "1.17.0", "2.0.0", "not-a-version"],
+)
+def test_a_trl_release_outside_the_lines_is_refused_naming_them(version: str) -> None:
+    with pytest.raises(ImportError) as exc:
+        check_trl_version(version)
+    message = str(exc.value)
+    assert f"supports trl {TRL_RANGE}, but trl {version} is installed" in message
+    assert TRL_RANGE == ">=1.14.2,<1.15 or >=1.16,<1.17"
+    assert 'pip install -e ".[trl]"' in message and '"trl>=1.14.2,<1.17,!=1.15.*"' in message
+
+
+def test_the_trl_extra_pins_the_supported_lines() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert TRL_REQUIREMENT in extras["trl"]
+    for line in TRL_LINES:  # every release of each line meets the extra's requirement
+        low = line.split(",")[0].removeprefix(">=")
+        assert SpecifierSet(TRL_REQUIREMENT.removeprefix("trl")).contains(low)
+
+
 def test_trl_version_outside_the_range_is_refused_at_import() -> None:
     check_trl_version(trl.__version__)  # the installed one is supported
-    for bad in ("1.9.0", "1.17.0", "2.0.0", "not-a-version"):
-        with pytest.raises(ImportError, match=f"supports trl {TRL_RANGE}, but trl {bad}"):
-            check_trl_version(bad)
     code = "import trl; trl.__version__ = '1.9.0'; import trainers.trl.trainer"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
