@@ -10,7 +10,12 @@ full run directory, so a rerun skips finished runs and nothing is lost), then ``
 ``trainers.experiments.statistics``), ``summary.json``, ``accuracy.png`` (held-out pass@1 against
 rollouts spent, mean over seeds with a 95 % band), ``informative.png`` (informative fraction per
 step) and ``calibration.png`` (the pass rates the trainer observed against the ``rlvr`` profile
-of the simulator).
+of the simulator). Each run directory also gets ``steps.csv``, the step records the tables read.
+
+``--tabulate DIR`` rebuilds a competition from ``DIR/config.json`` and tabulates its runs without
+running any; ``--evidence DEST`` beside it copies the small files every table is made from
+(``EVIDENCE_RUN_FILES`` of each run, the configs and the command: ``copy_evidence``) to ``DEST``
+and tabulates there, so that ``DEST`` can be committed and the tables regenerated from it alone.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import csv
 import dataclasses
 import json
 import os
+import shlex
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -39,17 +46,28 @@ from trainers.experiments.entrants import (
 )
 from trainers.experiments.plots import plot_accuracy, plot_calibration, plot_informative
 from trainers.experiments.statistics import (
+    STEPS_FILE,
     accuracy_row,
+    load_run_dir,
     markdown,
     mechanism,
     paired,
+    paired_row,
     rollouts_to_reach,
 )
 from trainers.grpo import GRPOConfig, field_help
 from trainers.grpo.config import check_config_int
 from trainers.run import stopping
 
-__all__ = ["CompeteConfig", "Entrant", "main", "rollouts_to_reach", "tabulate"]
+__all__ = [
+    "CompeteConfig",
+    "Entrant",
+    "copy_evidence",
+    "main",
+    "rollouts_to_reach",
+    "tabulate",
+    "tabulate_recorded",
+]
 
 #: the allocators that compete when neither ``--allocators`` nor ``--entrants`` is given
 DEFAULT_ALLOCATORS = "uniform,bamdp,thompson,sb3:pretrained"
@@ -168,6 +186,26 @@ class CompeteConfig:
             "differ (refused by default; the table then lists what differs)"
         ),
     )
+    tabulate: str | None = field(
+        default=None,
+        metadata=field_help(
+            "tabulate the competition directory DIR without running anything: its settings "
+            "(entrants, seeds, shared run settings) come from DIR/config.json, its finished "
+            "runs from DIR/runs/<entrant>/seed<k>/ (metrics.jsonl or steps.csv, eval.jsonl, "
+            "summary.json, provenance.json); writes table.md, results.csv, summary.json and "
+            "the plots into DIR. Only --baseline, --allow-mixed and --evidence go with it"
+        ),
+    )
+    evidence: str | None = field(
+        default=None,
+        metadata=field_help(
+            "with --tabulate DIR: also copy the small files every table is made from (DIR's "
+            "config.json, the entrants file, command.txt, and per run config.json, eval.jsonl, "
+            "steps.csv, summary.json, provenance.json; no metrics.jsonl, checkpoints, "
+            "beliefs.json, logs) to DEST and tabulate there, so DEST alone regenerates the "
+            "tables (the calibration plot needs beliefs.json and is left out)"
+        ),
+    )
     stop_grace: float = field(
         default=300.0,
         metadata=field_help(
@@ -183,6 +221,14 @@ class CompeteConfig:
     )
 
     def __post_init__(self) -> None:
+        if self.tabulate is not None:
+            self._read_recorded(Path(self.tabulate))
+            return
+        if self.evidence is not None:
+            raise ValueError(
+                f"--evidence {self.evidence} copies a finished competition's small files: give "
+                "the competition directory with it, --tabulate DIR --evidence DEST"
+            )
         if self.entrants is not None:
             if self.allocators is not None:
                 raise ValueError(
@@ -231,6 +277,57 @@ class CompeteConfig:
                 self.run_config(e.name, 0)
             except ValueError as exc:
                 raise ValueError(f"entrant {e.name!r}: {exc}") from None
+
+    def _read_recorded(self, directory: Path) -> None:
+        """``--tabulate DIR``: every setting of the competition from ``DIR/config.json`` (the
+        config ``main`` wrote when it ran), ``out`` set to ``DIR``. A setting given here that
+        differs from both its default and the recorded value is refused (the table would not be
+        the competition's); ``baseline``, ``allow_mixed`` and ``evidence`` are this call's."""
+        data = _recorded_competition(directory)
+        grpo = _recorded_grpo(data["grpo"], directory / "config.json")
+        recorded: dict[str, Any] = {
+            "allocators": data.get("allocators"),
+            "entrants": data.get("entrants"),
+            "allocator_kwargs": data.get("allocator_kwargs"),
+            "seeds": data.get("seeds"),
+            "first_seed": data.get("first_seed", 0),  # competitions before --first-seed: 0
+            "out": str(directory),
+        }
+        defaults = {f.name: f.default for f in dataclasses.fields(self) if f.name in recorded}
+        shared = _competition_defaults()
+        given = [
+            (name, getattr(self, name))
+            for name, value in recorded.items()
+            if getattr(self, name) not in (defaults[name], value)
+        ] + [
+            (name, getattr(self.grpo, name))
+            for name in self.NESTED_FLAGS["grpo"]
+            if getattr(self.grpo, name) not in (getattr(shared, name), getattr(grpo, name))
+        ]
+        if given:
+            listed = ", ".join(f"--{n.replace('_', '-')} ({v!r})" for n, v in given)
+            raise ValueError(
+                f"--tabulate {directory} takes the competition's settings from its config.json; "
+                f"drop {listed} (only --baseline, --allow-mixed and --evidence go with "
+                "--tabulate; to run other settings, run adaroll compete without it)"
+            )
+        for name, value in recorded.items():
+            setattr(self, name, value)
+        self.grpo = grpo
+        if self.baseline is None:
+            self.baseline = data.get("baseline")
+        self.resolved_entrants = _recorded_entrants(data, directory / "config.json")
+        check_unique(self.resolved_entrants)
+        check_config_int("seeds", self.seeds, 1)
+        check_config_int("first_seed", self.first_seed, 0)
+        if self.baseline is not None and self.baseline not in self.names():
+            raise unknown_name("baseline entrant", self.baseline, self.names(),
+                               f"The entrants of {directory}/config.json.")  # fmt: skip
+        if self.evidence is not None and Path(self.evidence).resolve() == directory.resolve():
+            raise ValueError(
+                f"--evidence {self.evidence} is the competition directory itself: give another "
+                "directory (e.g. results/<stage>/evidence)"
+            )
 
     def allocator_list(self) -> list[str]:
         """The allocator specs of ``allocators`` (its default when neither it nor ``entrants``
@@ -399,6 +496,8 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     from trainers.models.loading import resolve_model_dir
     from trainers.run.grpo_command import check_model_path
 
+    if cfg.tabulate is not None:
+        return tabulate_recorded(cfg)
     check_model_path(cfg.grpo.model)  # before the competition directory is written
     out = Path(cfg.out)
     jobs = [cfg.run_config(name, s) for s in cfg.seed_list() for name in cfg.names()]
@@ -406,6 +505,7 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     resolve_model_dir(cfg.grpo.model)  # builds the tiny warm start once, before workers start
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+    _record_command(out, asdict(cfg))
     todo = [j for j in jobs if not _finished(j)]
     threads = jobs[0].torch_threads()
     with guarded_output(out / COMPETE_LOG):
@@ -593,53 +693,171 @@ def _outcome(exitcode: int | None) -> str:
 
 
 # --- analysis ---------------------------------------------------------------------------------
-def _load(cfg: CompeteConfig) -> dict[str, list[dict[str, Any]]]:
-    """The finished runs under ``cfg.out``: entrant name -> its runs (``load_run``)."""
-    from trainers.experiments.statistics import load_run
-    from trainers.run.grpo_command import read_jsonl
+#: the files of a run directory that ``--evidence`` copies: every table is made from them
+EVIDENCE_RUN_FILES = ("config.json", "eval.jsonl", STEPS_FILE, "summary.json", "provenance.json")
+#: the competition's record of the commands that ran it (one line per start)
+COMMAND_FILE = "command.txt"
 
+
+def _recorded_competition(directory: Path) -> dict[str, Any]:
+    """``directory/config.json``, the config ``main`` wrote, checked to be a competition's."""
+    path = directory / "config.json"
+    if not path.is_file():
+        raise ValueError(
+            f"--tabulate {directory}: no config.json there, so it is not a competition directory "
+            "of adaroll compete (config.json and runs/<entrant>/seed<k>/): give the --out of a "
+            "competition"
+        )
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if not (isinstance(data, dict) and isinstance(data.get("grpo"), dict) and data.get("seeds")):
+        raise ValueError(
+            f"{path} is not the config.json of adaroll compete (it needs 'grpo' and 'seeds'): "
+            "is it a run directory of adaroll grpo? Give the competition directory above it"
+        )
+    return data
+
+
+def _recorded_grpo(data: dict[str, Any], where: Path) -> GRPOConfig:
+    """The shared run settings recorded in a competition's config.json (fields this version no
+    longer has are ignored; fields it added since take their competition defaults)."""
+    known = {f.name for f in dataclasses.fields(GRPOConfig) if f.init}
+    try:
+        return dataclasses.replace(
+            _competition_defaults(), **{k: v for k, v in data.items() if k in known}
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: its shared run settings ('grpo') are invalid: {exc}") from None
+
+
+def _recorded_entrants(data: dict[str, Any], where: Path) -> list[Entrant]:
+    """The entrants that ran: ``resolved_entrants`` of the config, or for competitions written
+    before entrants were recorded, one per spec of ``allocators`` (its default when unset)."""
+    recorded = data.get("resolved_entrants")
+    if recorded is None:
+        specs = [s.strip() for s in (data.get("allocators") or DEFAULT_ALLOCATORS).split(",")]
+        kwargs = json.loads(data["allocator_kwargs"]) if data.get("allocator_kwargs") else {}
+        return entrants_from_allocators([s for s in specs if s], kwargs)
+    if not isinstance(recorded, list) or not all(
+        isinstance(e, dict) and e.get("name") and e.get("allocator") for e in recorded
+    ):
+        raise ValueError(
+            f"{where}: resolved_entrants must be a list of entrants, each with a name and an "
+            f"allocator; got {str(recorded)[:200]}"
+        )
+    return [
+        Entrant(str(e["name"]), str(e["allocator"]), dict(e.get("allocator_kwargs") or {}),
+                dict(e.get("settings") or {}))
+        for e in recorded
+    ]  # fmt: skip
+
+
+def equivalent_command(config: dict[str, Any]) -> str:
+    """An ``adaroll compete`` command that runs the competition ``config`` (a recorded
+    ``asdict(CompeteConfig)``): every option whose value differs from its default. Settings no
+    option sets (a Python caller's) follow on a comment line."""
+    defaults = CompeteConfig.__dataclass_fields__
+    shared = dataclasses.asdict(_competition_defaults())
+    grpo = config.get("grpo", {})
+    flags = CompeteConfig.NESTED_FLAGS["grpo"]
+    items = [
+        (name, config[name], f.default)
+        for name, f in defaults.items()
+        if f.init and name in config and name not in ("grpo", "tabulate", "evidence")
+    ] + [(name, grpo[name], shared[name]) for name in flags if name in grpo]
+    argv = ["adaroll", "compete"]
+    for name, value, default in items:
+        if value == default:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            argv.append(flag if value else "--no-" + name.replace("_", "-"))
+        else:
+            argv += [flag, "none" if value is None else str(value)]
+    unset = {
+        k: v
+        for k, v in grpo.items()
+        if k in shared and k not in flags and k not in CompeteConfig.PER_RUN and v != shared[k]
+    }
+    extra = f"\n# and, set from Python (no option): {unset}" if unset else ""
+    return shlex.join(argv) + extra
+
+
+def _record_command(out: Path, config: dict[str, Any]) -> None:
+    """Append this start's command line (or, called from Python, an equivalent one) to the
+    competition's ``command.txt``."""
+    from trainers.cli import invoked_command
+
+    command = invoked_command() or f"(called from Python) {equivalent_command(config)}"
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    with (out / COMMAND_FILE).open("a") as fh:
+        fh.write(f"{date}: {command}\n")
+
+
+def _load(cfg: CompeteConfig) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """The finished runs under ``cfg.out`` (entrant name -> its runs: ``load_run_dir``, which
+    writes each run's ``steps.csv``), and the runs left out because a signal stopped them
+    before their last step."""
     runs: dict[str, list[dict[str, Any]]] = {}
+    left_out = []
     for name in cfg.names():
         for s in cfg.seed_list():
             d = cfg.run_dir(name, s)
             if not (d / "summary.json").exists():
                 continue
-            beliefs = d / "beliefs.json"
-            runs.setdefault(name, []).append(
-                load_run(
-                    s,
-                    json.loads((d / "summary.json").read_text()),
-                    read_jsonl(d / "eval.jsonl"),
-                    read_jsonl(d / "metrics.jsonl"),
-                    json.loads(beliefs.read_text()) if beliefs.exists() else None,
-                )
-            )
-    return runs
+            summary = json.loads((d / "summary.json").read_text())
+            stop = str(summary.get("stopped_by", "steps"))
+            if stop.startswith("SIG"):
+                step = summary.get("steps")
+                left_out.append(f"{name} seed {s} (stopped by {stop} after step {step})")
+                continue
+            runs.setdefault(name, []).append(load_run_dir(d, s))
+    return runs, left_out
 
 
-def provenance(cfg: CompeteConfig) -> dict[str, Any]:
+def provenance(cfg: CompeteConfig, labels: list[tuple[str, int]] | None = None) -> dict[str, Any]:
     """What produced the tables: the warm start (``model`` as given and a short sha256 of its
-    weight files: ``trainers.models.loading.weights_sha256``), the date, the command line (the
-    ``adaroll`` command that ran, or ``(called from Python)``), and what the runs themselves
-    recorded (``runs``: their commits, tasks and warm-start hashes, checked to agree by
-    ``trainers.run.provenance.compare`` unless ``allow_mixed``)."""
+    weight files: the one the runs recorded, else that of ``model`` here:
+    ``trainers.models.loading.weights_sha256``), the date, the command line (the ``adaroll``
+    command that ran, or ``(called from Python)``), and what the runs (``labels``: entrant and
+    seed; default every run with a summary) recorded (``runs``: their commits, tasks and
+    warm-start hashes, checked to agree by ``trainers.run.provenance.compare`` unless
+    ``allow_mixed``)."""
     from trainers.cli import invoked_command
-    from trainers.models.loading import resolve_model_dir, weights_sha256
     from trainers.run.provenance import compare, read_provenance
 
-    recorded = {
-        f"{name} seed {s}": read_provenance(cfg.run_dir(name, s))
-        for name in cfg.names()
-        for s in cfg.seed_list()
-        if (cfg.run_dir(name, s) / "summary.json").exists()
-    }
+    if labels is None:
+        labels = [
+            (name, s)
+            for name in cfg.names()
+            for s in cfg.seed_list()
+            if (cfg.run_dir(name, s) / "summary.json").exists()
+        ]
+    recorded = {f"{name} seed {s}": read_provenance(cfg.run_dir(name, s)) for name, s in labels}
+    runs = compare(recorded, allow_mixed=cfg.allow_mixed)
     return {
         "model": cfg.grpo.model,
-        "weights_sha256": weights_sha256(resolve_model_dir(cfg.grpo.model)),
+        "weights_sha256": _weights_hash(cfg, runs),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": invoked_command() or "(called from Python)",
-        "runs": compare(recorded, allow_mixed=cfg.allow_mixed),
+        "runs": runs,
     }
+
+
+def _weights_hash(cfg: CompeteConfig, runs: dict[str, Any]) -> str | None:
+    """The short warm-start hash every run recorded; where they did not all record one, that
+    of ``cfg.grpo.model`` here ("not recorded" when it is not here either)."""
+    from trainers.models.loading import resolve_model_dir, weights_sha256
+
+    hashes = runs["weights_sha256"]
+    if len(hashes) == 1 and hashes[0] and not runs["unknown"]:
+        return str(hashes[0])[:12]
+    try:
+        return weights_sha256(resolve_model_dir(cfg.grpo.model))
+    except (OSError, ValueError):
+        return f"not recorded, and {cfg.grpo.model} is not here"
 
 
 def baseline_of(cfg: CompeteConfig, present: list[str]) -> str:
@@ -655,26 +873,14 @@ def baseline_of(cfg: CompeteConfig, present: list[str]) -> str:
     return "uniform" if "uniform" in present else present[0]
 
 
-#: the paired columns of a row (empty on the baseline's) -> their key in ``paired``'s result
-PAIRED_COLUMNS = {
-    "delta_final": "delta_final_mean",
-    "delta_final_ci95": "delta_final_ci95",
-    "delta_auc": "delta_auc_mean",
-    "delta_auc_ci95": "delta_auc_ci95",
-    "rollouts_ratio": "rollouts_ratio",
-    "seconds_ratio": "seconds_ratio",
-    "paired_reached": "reached",
-    "wins": "wins",
-}
-
-
 def tabulate(cfg: CompeteConfig) -> dict[str, Any]:
     """Tables, CSV and plots of the finished runs under ``cfg.out``; the summary."""
-    runs = _load(cfg)
+    runs, left_out = _load(cfg)
     out = Path(cfg.out)
     if not runs:
         raise ValueError(f"no finished runs under {out}/runs: run adaroll compete first")
-    prov = provenance(cfg)  # refuses runs produced unalike before anything is written
+    labels = [(name, r["seed"]) for name, rs in runs.items() for r in rs]
+    prov = provenance(cfg, labels)  # refuses runs produced unalike before anything is written
     base = baseline_of(cfg, list(runs))
     target = float(np.mean([r["curve"][-1][1] for r in runs[base]]))
     rows: list[dict[str, Any]] = []
@@ -682,11 +888,9 @@ def tabulate(cfg: CompeteConfig) -> dict[str, Any]:
     for name, rs in runs.items():
         row = accuracy_row(name, cfg.entrant(name).allocator, rs, target)
         row.update(mechanism(rs))
-        row.update(dict.fromkeys(PAIRED_COLUMNS), paired_seeds=0)
         if name != base:
-            p = pairs[name] = paired(runs[base], rs)
-            row.update({col: p[key] for col, key in PAIRED_COLUMNS.items()})
-            row["paired_seeds"] = len(p["seeds"])
+            pairs[name] = paired(runs[base], rs)
+        row.update(paired_row(pairs.get(name)))
         rows.append(row)
     base_reach = next(r["rollouts_to_target"] for r in rows if r["entrant"] == base)
     for row in rows:
@@ -696,16 +900,113 @@ def tabulate(cfg: CompeteConfig) -> dict[str, Any]:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    (out / "table.md").write_text(markdown(rows, base, target, prov))
     plot_accuracy(out, {name: [r["curve"] for r in rs] for name, rs in runs.items()}, cfg)
     plot_informative(out, runs)
     calib = plot_calibration(out, runs)
+    notes = []
+    if left_out:
+        notes.append(f"Left out, unfinished: {'; '.join(left_out)}.")
+    if calib is None:
+        notes.append(
+            "No calibration plot: no run holds beliefs.json (an evidence copy leaves it out; "
+            "the competition directory's runs hold it)."
+        )
+    (out / "table.md").write_text(markdown(rows, base, target, prov, notes))
     return {
         "provenance": prov,
         "baseline": base,
         "target_pass@1": target,
         "entrants": [asdict(cfg.entrant(name)) for name in runs],
+        "runs": {name: [r["seed"] for r in rs] for name, rs in runs.items()},
+        "left_out": left_out,
         "rows": rows,
         "paired": pairs,
         "calibration": calib,
     }
+
+
+def copy_evidence(cfg: CompeteConfig, dest: Path, runs: dict[str, list[int]]) -> list[Path]:
+    """Copy to ``dest`` the small files the tables of the competition ``cfg`` are made from:
+    its ``config.json``, its entrants file (when it still lists the entrants that ran),
+    ``command.txt`` (the recorded commands, or one rebuilt from the config:
+    ``equivalent_command``) and, for each run of ``runs`` (entrant -> seeds), the
+    ``EVIDENCE_RUN_FILES`` it has. Returns the files written."""
+    src = Path(cfg.out)
+    if dest.exists() and any(dest.iterdir()) and not (dest / "config.json").is_file():
+        found = sorted(p.name for p in dest.iterdir())[:8]
+        raise ValueError(
+            f"--evidence {dest} already holds other files ({', '.join(found)}): give a new or "
+            "empty directory, or an earlier evidence copy to refresh"
+        )
+    dest.mkdir(parents=True, exist_ok=True)
+    written = [Path(shutil.copy2(src / "config.json", dest / "config.json"))]
+    config = json.loads((src / "config.json").read_text())
+    command = src / COMMAND_FILE
+    if command.is_file():
+        text = command.read_text()
+    else:
+        text = (
+            "# No command was recorded (competitions before command.txt); this one, rebuilt "
+            "from config.json (every option that differs from its default), runs the same "
+            f"competition:\n{equivalent_command(config)}\n"
+        )
+    entrants = Path(cfg.entrants) if cfg.entrants else None
+    if entrants is not None and entrants.is_file():
+        try:
+            same = load_entrants(entrants) == cfg.resolved_entrants
+        except ValueError:
+            same = False
+        if same:
+            written.append(Path(shutil.copy2(entrants, dest / entrants.name)))
+        else:
+            text += (
+                f"# {entrants} no longer lists the entrants that ran: not copied; config.json's "
+                "resolved_entrants holds them\n"
+            )
+    (dest / COMMAND_FILE).write_text(text)
+    written.append(dest / COMMAND_FILE)
+    for name, seeds in runs.items():
+        for s in seeds:
+            run = cfg.run_dir(name, s)
+            to = dest / run.relative_to(src)
+            to.mkdir(parents=True, exist_ok=True)
+            for file in EVIDENCE_RUN_FILES:
+                if (run / file).is_file():
+                    written.append(Path(shutil.copy2(run / file, to / file)))
+    return written
+
+
+def _write_summary(out: Path, summary: dict[str, Any]) -> None:
+    """``summary.json``, keeping the ``wall_minutes`` of the run that wrote it first."""
+    path = out / "summary.json"
+    if path.is_file() and "wall_minutes" not in summary:
+        with contextlib.suppress(json.JSONDecodeError, AttributeError):
+            wall = json.loads(path.read_text()).get("wall_minutes")
+            if wall is not None:
+                summary["wall_minutes"] = wall
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def tabulate_recorded(cfg: CompeteConfig) -> dict[str, Any]:
+    """``adaroll compete --tabulate DIR [--evidence DEST]``: tabulate DIR's finished runs (no
+    run starts); with ``evidence``, copy the small files (``copy_evidence``) and tabulate the
+    copy too, its summary under ``evidence`` of the returned one."""
+    out = Path(cfg.out)
+    summary = tabulate(cfg)
+    _write_summary(out, summary)
+    console = _console()
+    console.print((out / "table.md").read_text())
+    console.print(f"tabulated: {out} (table.md, results.csv, summary.json, plots)")
+    if cfg.evidence is not None:
+        dest = Path(cfg.evidence)
+        files = copy_evidence(cfg, dest, summary["runs"])
+        copy = CompeteConfig(tabulate=str(dest), baseline=cfg.baseline,
+                             allow_mixed=cfg.allow_mixed)  # fmt: skip
+        summary["evidence"] = tabulate(copy)
+        _write_summary(dest, summary["evidence"])
+        size = sum(f.stat().st_size for f in files)
+        console.print(
+            f"evidence: {dest} ({len(files)} files, {size / 1e6:.2f} MB, tables regenerated from "
+            "them alone)"
+        )
+    return summary

@@ -25,8 +25,12 @@ because the policy, and with it the pass rates, moves during training: gradient-
 (``gradient_rollouts``), informative fraction and distinct informative prompts; and says per
 metric whether the simulator ranks the entrants in the live order (with Spearman's rank
 correlation from three entrants). A run whose allocator cannot be built here says so in its row.
+For a competition it also sets the whole field against its outcome (``field_rows``): per
+entrant the simulator's gradient-carrying rollouts per step and its gain over the competition's
+baseline, beside the live ones over the whole run and the live difference in final held-out
+pass@1, with Spearman's rank correlation of the simulator's ordering with each live ordering.
 
-About 520 lines, over the 500 of the house style, on purpose: reading a run's setting, fitting
+About 570 lines, over the 500 of the house style, on purpose: reading a run's setting, fitting
 its truth, simulating and comparing are one pipeline over the same run records; the file
 parsing (``trainers.run.run_files``) and the report (``sim_to_real_report``) are already apart.
 """
@@ -62,6 +66,7 @@ __all__ = [
     "FromRunResult",
     "SimSetup",
     "Truth",
+    "competition_baseline",
     "fit_truth",
     "live_figures",
     "main",
@@ -322,6 +327,7 @@ class FromRunResult:
     entrants: list[dict[str, Any]]
     rankings: list[dict[str, Any]]
     notes: list[str]
+    field_report: list[dict[str, Any]] = field(default_factory=list)
     run_dir: Path | None = None
     markdown: str = field(default="", repr=False)
 
@@ -334,10 +340,26 @@ def _labels(records: list[tuple[str, str, RunRecord]]) -> None:
             r.entrant = f"{r.path.parent.name}/{r.path.name}"
 
 
-def _gather(cfg: BenchConfig) -> tuple[list[tuple[str, str, RunRecord]], list[str]]:
-    """(kind, comparison, run) for every run under ``cfg.from_run``, and what was skipped."""
+def competition_baseline(config: dict[str, Any], present: list[str]) -> str | None:
+    """The run-directory name of a competition's baseline among the entrants ``present``: its
+    config's ``baseline``, else ``uniform``, else its first entrant (``adaroll compete``'s
+    rule); None when that entrant has no run here."""
+    named = [e["name"] for e in config.get("resolved_entrants") or [] if isinstance(e, dict)]
+    named = named or [s.strip() for s in str(config.get("allocators") or "").split(",")]
+    base = config.get("baseline") or ("uniform" if "uniform" in named else None)
+    base = base or (named[0] if named and named[0] else (present[0] if present else None))
+    directory = None if base is None else str(base).replace(":", "_").replace("/", "_")
+    return directory if directory in present else None
+
+
+def _gather(
+    cfg: BenchConfig,
+) -> tuple[list[tuple[str, str, RunRecord]], list[str], dict[str, str | None]]:
+    """(kind, comparison, run) for every run under ``cfg.from_run``, what was skipped, and each
+    competition's baseline (``competition_baseline``)."""
     records: list[tuple[str, str, RunRecord]] = []
     notes: list[str] = []
+    baselines: dict[str, str | None] = {}
     names = [Path(d).name for d in cfg.from_run]
     for d in cfg.from_run:
         kind, runs, skipped = runs_of(d)
@@ -345,8 +367,12 @@ def _gather(cfg: BenchConfig) -> tuple[list[tuple[str, str, RunRecord]], list[st
         comparison = name if kind == "competition" else "runs"
         records.extend((kind, comparison, r) for r in runs)
         notes.extend(f"{Path(d).name}: skipped {s}" for s in skipped)
+        if kind == "competition":
+            config = json.loads((Path(d) / "config.json").read_text())
+            present = list(dict.fromkeys(r.entrant for r in runs))
+            baselines[comparison] = competition_baseline(config, present)
     _labels(records)
-    return records, notes
+    return records, notes, baselines
 
 
 def _chunks(n_runs: int, episodes: int, workers: int) -> list[list[int]]:
@@ -366,9 +392,14 @@ def _simulate_task(task: tuple[int, SimSetup, list[int], int]) -> tuple[int, dic
 def run_from_runs(cfg: BenchConfig, *, write: bool = True) -> FromRunResult:
     """Simulate every run under ``cfg.from_run`` and compare with its live figures; write
     ``from_run.md`` and ``from_run.json`` into the run directory (if ``write``)."""
-    from trainers.experiments.sim_to_real_report import entrant_rows, markdown, rankings
+    from trainers.experiments.sim_to_real_report import (
+        entrant_rows,
+        field_rows,
+        markdown,
+        rankings,
+    )
 
-    records, notes = _gather(cfg)
+    records, notes, baselines = _gather(cfg)
     rows: list[dict[str, Any]] = []
     setups: dict[int, SimSetup] = {}
     for i, (_, comparison, run) in enumerate(records):
@@ -391,7 +422,7 @@ def run_from_runs(cfg: BenchConfig, *, write: bool = True) -> FromRunResult:
     entrants = entrant_rows(rows)
     ranks = rankings(entrants)
     notes = [HISTORY_NOTE, *notes]
-    result = FromRunResult(rows, entrants, ranks, notes)
+    result = FromRunResult(rows, entrants, ranks, notes, field_rows(rows, baselines))
     result.markdown = markdown(result, cfg)
     if write:
         result.run_dir = _write(cfg, result)
@@ -418,10 +449,19 @@ def _run_row(cfg: BenchConfig, comparison: str, run: RunRecord) -> dict[str, Any
         "live_last_steps": last,
         "live": live_figures(run.metrics, last),
         "live_all_steps": live_figures(run.metrics, 0),
+        "final_pass@1": _final_pass1(run.path),
         "predicted": {k: {"mean": None, "ci95": None} for k in MECHANISM},
         "error": None,
         "notes": list(run.notes),
     }
+
+
+def _final_pass1(path: Path) -> float | None:
+    """The run's last held-out pass@1 (``eval.jsonl``), None without evaluations."""
+    from trainers.run.run_files import read_records
+
+    evals = read_records(path / "eval.jsonl")
+    return finite_or_none(evals[-1].get("pass@1")) if evals else None
 
 
 def _setup_fields(setup: SimSetup) -> dict[str, Any]:
@@ -508,6 +548,7 @@ def _write(cfg: BenchConfig, result: FromRunResult) -> Path:
         "runs": result.runs,
         "entrants": result.entrants,
         "rankings": result.rankings,
+        "field": result.field_report,
         "notes": result.notes,
     }
     (run_dir / "from_run.json").write_text(json.dumps(_jsonable(record), indent=2) + "\n")

@@ -3,7 +3,10 @@
 ``entrant_rows`` averages each entrant's runs (the mean of the per-run means, with a CI over the
 seeds when there are two or more); ``rankings`` says per metric whether the simulator orders the
 entrants as live training did (no pair ordered the other way; ties count as agreeing) and, from
-three entrants, Spearman's rank correlation; ``markdown`` writes the tables.
+three entrants, Spearman's rank correlation; ``field_rows`` sets a competition's whole field
+against its outcome (the simulator's gradient-carrying rollouts per step and gain over the
+baseline, the live ones over the whole run and the live difference in final pass@1, and
+Spearman's correlation of the orderings); ``markdown`` writes the tables.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ if TYPE_CHECKING:
     from agents.benchmarks.config import BenchConfig
     from trainers.experiments.sim_to_real import FromRunResult
 
-__all__ = ["entrant_rows", "markdown", "rankings"]
+__all__ = ["entrant_rows", "field_rows", "markdown", "rankings", "spearman"]
 
 Figure = dict[str, float | None]
 
@@ -81,8 +84,6 @@ def _order(values: list[tuple[str, float]]) -> str:
 def rankings(entrants: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per comparison with two or more entrants and per metric: whether the simulated figures
     order the entrants as the live ones do, and Spearman's rank correlation (three or more)."""
-    from scipy.stats import spearmanr
-
     out = []
     for comparison in dict.fromkeys(e["comparison"] for e in entrants):
         sub = [e for e in entrants if e["comparison"] == comparison]
@@ -94,10 +95,7 @@ def rankings(entrants: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ]
             if len(pairs) < 2:
                 continue
-            rho = None
-            if len(pairs) >= 3:
-                value = float(spearmanr([p for _, p, _ in pairs], [q for _, _, q in pairs])[0])
-                rho = None if math.isnan(value) else value
+            rho = spearman([p for _, p, _ in pairs], [q for _, _, q in pairs])
             bad = _discordant(pairs)
             out.append(
                 {
@@ -114,6 +112,117 @@ def rankings(entrants: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def spearman(xs: list[float], ys: list[float]) -> float | None:
+    """Spearman's rank correlation of ``xs`` and ``ys`` (``scipy.stats.spearmanr``, ties
+    ranked by their mean rank); None with fewer than three pairs or a constant side."""
+    from scipy.stats import spearmanr
+
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    rho = float(spearmanr(xs, ys)[0])
+    return None if math.isnan(rho) else rho
+
+
+def _mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return sum(kept) / len(kept) if kept else None
+
+
+def field_rows(
+    rows: list[dict[str, Any]], baselines: dict[str, str | None]
+) -> list[dict[str, Any]]:
+    """Per competition (``baselines``: comparison -> its baseline entrant, None when it has no
+    run), the whole field against the outcome of live training.
+
+    Per entrant, means over its runs: ``predicted`` gradient-carrying rollouts per step (the
+    simulator's), ``predicted_gain`` (that over the baseline's, minus 1), ``live`` gradient
+    rollouts per step over the whole run (``live_all_steps``), and ``delta_final``, the live
+    final held-out pass@1 minus the baseline's, mean over the seeds both ran (``paired_seeds``).
+    ``spearman``: the rank correlation of the simulator's ordering (``predicted``) with the
+    live gradient rollouts and with ``delta_final``, each with ``n``, the entrants with both.
+    """
+    out = []
+    for comparison, base in baselines.items():
+        runs = [r for r in rows if r["comparison"] == comparison]
+        finals = {(r["entrant"], r["seed"]): r.get("final_pass@1") for r in runs}
+        entrants = []
+        for name in dict.fromkeys(r["entrant"] for r in runs):
+            rs = [r for r in runs if r["entrant"] == name]
+            seeds = [r["seed"] for r in rs]
+            pairs = [(finals[(name, s)], finals.get((base, s))) for s in seeds if base is not None]
+            deltas = [a - b for a, b in pairs if a is not None and b is not None]
+            entrants.append(
+                {
+                    "entrant": name,
+                    "seeds": seeds,
+                    "predicted": _mean(
+                        [r["predicted"]["gradient_rollouts"]["mean"] for r in rs if not r["error"]]
+                    ),
+                    "live": _mean([r["live_all_steps"]["gradient_rollouts"]["mean"] for r in rs]),
+                    "delta_final": _mean(list(deltas)),
+                    "paired_seeds": len(deltas),
+                }
+            )
+        by_name = {e["entrant"]: e for e in entrants}
+        base_pred = by_name[base]["predicted"] if base in by_name else None
+        for e in entrants:
+            ok = e["predicted"] is not None and base_pred is not None and base_pred > 0
+            e["predicted_gain"] = e["predicted"] / base_pred - 1 if ok else None
+        corr = {}
+        for live in ("live", "delta_final"):
+            both = [e for e in entrants if e["predicted"] is not None and e[live] is not None]
+            corr[live] = {
+                "rho": spearman([e["predicted"] for e in both], [e[live] for e in both]),
+                "n": len(both),
+            }
+        out.append(
+            {"comparison": comparison, "baseline": base, "entrants": entrants, "spearman": corr}
+        )
+    return out
+
+
+def _field_lines(report: dict[str, Any]) -> list[str]:
+    """The field table of one competition and its rank correlations."""
+    base = report["baseline"] or "the baseline"
+
+    def num(x: float | None, spec: str) -> str:
+        return "—" if x is None else format(x, spec)
+
+    lines = [
+        "",
+        f"The field against live training (baseline {base}): does the simulator's ordering "
+        "predict the live one? Simulated gradient-carrying rollouts per step (mean over seeds) "
+        f"and their gain over {base}'s; live: gradient rollouts per step over the whole run, "
+        f"and final held-out pass@1 minus {base}'s of the same seed (mean over the seeds both "
+        "ran, percentage points).",
+        "",
+    ]
+    lines += _table(
+        ["entrant", "seeds", "gradient rollouts: sim", f"gain over {base}: sim",
+         "gradient rollouts: live", f"Δ final pass@1 vs {base}: live"],
+        [
+            [e["entrant"], str(len(e["seeds"])), num(e["predicted"], ".1f"),
+             num(None if e["predicted_gain"] is None else 100 * e["predicted_gain"], "+.1f")
+             + ("" if e["predicted_gain"] is None else " %"),
+             num(e["live"], ".1f"),
+             num(None if e["delta_final"] is None else 100 * e["delta_final"], "+.2f")
+             + ("" if e["delta_final"] is None else
+                f" pts ({e['paired_seeds']} seed{'s' * (e['paired_seeds'] != 1)})")]
+            for e in report["entrants"]
+        ],
+    )  # fmt: skip
+    rho = report["spearman"]
+    parts = []
+    for key, what in (("live", "live gradient rollouts per step"),
+                      ("delta_final", "live Δ final pass@1")):  # fmt: skip
+        r = rho[key]
+        value = "— (needs 3 entrants, each ordering not constant)" if r["rho"] is None else (
+            f"{r['rho']:+.2f}")  # fmt: skip
+        parts.append(f"with the {what}: {value} (n = {r['n']} entrants)")
+    lines += ["", "Spearman rank correlation of the simulator's ordering " + "; ".join(parts) + "."]
+    return lines
 
 
 def _cell(figure: Figure, key: str) -> str:
@@ -221,6 +330,9 @@ def markdown(result: FromRunResult, cfg: BenchConfig) -> str:
                     for k in ranks
                 ],
             )
+        for report in result.field_report:
+            if report["comparison"] == comparison:
+                lines += _field_lines(report)
     per_note: dict[str, list[str]] = {}
     for r in result.runs:
         where = f"{r['comparison']}/{r['entrant']}" + ("" if r["seed"] is None else f"/{r['seed']}")

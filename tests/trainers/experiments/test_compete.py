@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,7 @@ def test_a_small_competition(tiny_model_dir: Path, tmp_path: Path) -> None:
     summary = main(cfg)
     rows = {r["allocator"]: r for r in summary["rows"]}
     assert set(rows) == {"uniform", "bamdp"} and all(r["seeds"] == 2 for r in rows.values())
+    assert all(r["pass_k"] == 2 for r in rows.values())  # eval_k 2: pass@2 beside pass@1
     assert rows["uniform"]["rollouts"] == 2 * 16  # equal budgets
     assert rows["bamdp"]["rollouts"] == 2 * 16
     out = tmp_path / "c"
@@ -159,6 +161,33 @@ def test_a_small_competition(tiny_model_dir: Path, tmp_path: Path) -> None:
     stamp = (cfg.run_dir("bamdp", 1) / "summary.json").stat().st_mtime
     main(cfg)
     assert (cfg.run_dir("bamdp", 1) / "summary.json").stat().st_mtime == stamp
+    # each start is recorded (from Python: an equivalent command line)
+    starts = (out / "command.txt").read_text().splitlines()
+    assert len(starts) == 2 and all(
+        "(called from Python) adaroll compete --allocators uniform,bamdp --seeds 2 --workers 1 "
+        in line
+        for line in starts
+    )
+    # the evidence: the small files alone regenerate the same tables
+    from trainers.experiments.compete import tabulate_recorded
+
+    original = _body(out / "table.md")
+    dest = tmp_path / "evidence"
+    tabulate_recorded(CompeteConfig(tabulate=str(out), evidence=str(dest)))
+    assert _body(out / "table.md") == original
+    copy = _body(dest / "table.md")
+    assert copy[:-2] == original and copy[-1].startswith("No calibration plot")
+    assert (dest / "command.txt").read_text() == (out / "command.txt").read_text()
+    kept = {p.name for p in dest.rglob("*") if p.is_file()}
+    assert not kept & {"metrics.jsonl", "beliefs.json", "run.log", "DONE", "task.json"}
+    assert not list(dest.rglob("checkpoints")) and not list(dest.rglob("tb"))
+    for seed in (0, 1):
+        run = dest / "runs" / "bamdp" / f"seed{seed}"
+        kept_files = sorted(p.name for p in run.iterdir())
+        assert kept_files == ["config.json", "eval.jsonl", "provenance.json", "steps.csv",
+                              "summary.json"]  # fmt: skip
+    summary = json.loads((dest / "summary.json").read_text())
+    assert summary["runs"] == {"uniform": [0, 1], "bamdp": [0, 1]}
 
 
 @pytest.mark.slow
@@ -314,17 +343,23 @@ def test_literature_entrants_complete_a_competition(tiny_model_dir: Path, tmp_pa
 #: held-out pass@1 at rollouts 0, 100, 200 (evaluations at steps 0, 2, 4; 50 rollouts a step)
 BASE = {0: [0.25, 0.375, 0.5], 1: [0.25, 0.5, 0.625], 2: [0.125, 0.25, 0.375]}
 FAST = {0: [0.25, 0.625, 0.625], 1: [0.25, 0.375, 0.75], 2: [0.125, 0.375, 0.375]}
+#: held-out pass@4 at the same evaluations
+BASE4 = {0: [0.5, 0.625, 0.75], 1: [0.5, 0.625, 0.75], 2: [0.25, 0.375, 0.5]}
+FAST4 = {0: [0.5, 0.75, 0.75], 1: [0.5, 0.625, 0.875], 2: [0.25, 0.5, 0.5]}
 
 
-def write_run(d: Path, curve: list[float], metrics: list[dict[str, Any]], seconds: bool) -> None:
+def write_run(d: Path, curve: list[float], metrics: list[dict[str, Any]], seconds: bool,
+              curve4: list[float] | None = None) -> None:  # fmt: skip
     """A finished run directory: summary, evaluations (with ``seconds`` or, as runs written
-    before it, without) and per-step metrics."""
+    before it, without; with pass@4 when ``curve4`` is given) and per-step metrics."""
     d.mkdir(parents=True)
     (d / "summary.json").write_text(json.dumps({"steps": 4, "minutes": 1.5, "rollouts_total": 200}))
     per_step = [m["step_seconds"] for m in metrics]
     evals = []
     for i, y in enumerate(curve):
-        rec = {"step": 2 * i, "rollouts_total": 100 * i, "pass@1": y}
+        rec = {"step": 2 * i, "rollouts_total": 100 * i, "pass@1": y, "pass@1/level0": y / 2}
+        if curve4 is not None:
+            rec["pass@4"] = curve4[i]
         if seconds:
             rec["seconds"] = sum(per_step[: 2 * i])
         evals.append(rec)
@@ -333,17 +368,33 @@ def write_run(d: Path, curve: list[float], metrics: list[dict[str, Any]], second
 
 
 def step_metrics(
-    trained: list[int], overhead: list[float], secs: list[float], rounds: int
+    trained: list[int],
+    overhead: list[float],
+    secs: list[float],
+    rounds: int,
+    norms: tuple[list[float], list[float]] | None = None,
 ) -> list[dict[str, Any]]:
-    """``metrics.jsonl`` records of four steps (informative prompts: a fifth of ``trained``)."""
-    return [
-        {"step": i, "gradient_rollouts": t, "informative_prompts": t // 5,
-         "informative_frac": t / 100, "rounds": rounds, "step_seconds": s, "alloc_overhead": o}
-        for i, (t, o, s) in enumerate(zip(trained, overhead, secs, strict=True))
-    ]  # fmt: skip
+    """``metrics.jsonl`` records of four steps (informative prompts: a fifth of ``trained``;
+    ``norms``: grad_norm and update_norm per step, absent as in runs written before them), with
+    keys the tables never read (``loss``, a utility) as real records have."""
+    grad, update = norms if norms is not None else (None, None)
+    out = []
+    for i, (t, o, s) in enumerate(zip(trained, overhead, secs, strict=True)):
+        rec = {"step": i + 1, "rollouts": 50, "rollouts_total": 50 * (i + 1),
+               "gradient_rollouts": t, "informative_prompts": t // 5, "informative_frac": t / 100,
+               "rounds": rounds,
+               "step_seconds": s, "alloc_seconds": o * s, "alloc_overhead": o,
+               "loss": 0.1234567891, "utility/snr(8)": 3.0}  # fmt: skip
+        if grad is not None and update is not None:
+            rec.update(grad_norm=grad[i], update_norm=update[i])
+        out.append(rec)
+    return out
 
 
-def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:
+def known_competition(tmp_path: Path, **kw: Any) -> CompeteConfig:
+    """``uniform`` against ``fast`` (thompson) on three seeds, the runs written by hand (the
+    numbers of ``test_paired_statistics_on_known_runs``), with the competition's config.json
+    as ``main`` writes it."""
     model = tmp_path / "model"  # a stand-in warm start: only its weight files are read
     model.mkdir()
     (model / "config.json").write_text("{}")
@@ -353,18 +404,29 @@ def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:
     pair = [{"name": "uniform", "allocator": "uniform"}, {"name": "fast", "allocator": "thompson"}]
     f = write_entrants(tmp_path / "e.yaml", pair)
     cfg = CompeteConfig(entrants=f, seeds=3, out=str(tmp_path / "c"),
-                        grpo=GRPOConfig(model=str(model)))  # fmt: skip
+                        grpo=GRPOConfig(model=str(model), eval_k=4), **kw)  # fmt: skip
     for seed in range(3):
-        # uniform: 10 s a step, recorded on its evaluations (0, 20, 40 s)
+        # uniform: 10 s a step, recorded on its evaluations (0, 20, 40 s); no norms recorded
         write_run(
             cfg.run_dir("uniform", seed),
             BASE[seed],
             step_metrics([20, 20, 20, 20], [0.01] * 4, [10.0] * 4, 1),
             seconds=True,
+            curve4=BASE4[seed],
         )
-        # fast: 5, 5, 15, 15 s, its evaluations without seconds: estimated as 0, 10, 40 s
-        steps = step_metrics([10, 20, 30, 40], [0.01, 0.02, 0.03, 0.5], [5.0, 5.0, 15.0, 15.0], 2)
-        write_run(cfg.run_dir("fast", seed), FAST[seed], steps, seconds=False)
+        # fast: 5, 5, 15, 15 s, its evaluations without seconds: estimated as 0, 10, 40 s;
+        # update norm measured on every other step (NaN on the others)
+        norms = ([1.0, 2.0, 3.0, 4.0], [0.1, math.nan, 0.3, math.nan])
+        steps = step_metrics([10, 20, 30, 40], [0.01, 0.02, 0.03, 0.5], [5.0, 5.0, 15.0, 15.0], 2,
+                             norms)  # fmt: skip
+        write_run(cfg.run_dir("fast", seed), FAST[seed], steps, seconds=False, curve4=FAST4[seed])
+    (tmp_path / "c" / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2))
+    return cfg
+
+
+def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:
+    cfg = known_competition(tmp_path)
+    model = tmp_path / "model"
     summary = tabulate(cfg)
     assert summary["baseline"] == "uniform"
     p = summary["paired"]["fast"]
@@ -372,11 +434,18 @@ def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:
     assert p["delta_final"] == [0.125, 0.125, 0.0] and p["wins"] == 2
     assert p["delta_final_mean"] == pytest.approx(1 / 12)
     assert p["delta_final_ci95"] == pytest.approx(T2 / 24)
+    assert p["signs_final"] == [2, 1, 0]  # wins, ties, losses
+    # Δ final pass@4: 0, 0.125, 0; mean 1/24, the same standard error 1/24
+    assert p["pass_k"] == 4 and p["delta_pass_k"] == [0.0, 0.125, 0.0]
+    assert p["delta_pass_k_mean"] == pytest.approx(1 / 24)
+    assert p["delta_pass_k_ci95"] == pytest.approx(T2 / 24)
+    assert p["signs_pass_k"] == [1, 2, 0]
     # AUC with evaluations 100 rollouts apart: (y0 + 2·y1 + y2) / 4
     # uniform 0.375, 0.46875, 0.25; fast 0.53125, 0.4375, 0.3125
     assert p["delta_auc"] == [0.15625, -0.03125, 0.0625]
     assert p["delta_auc_mean"] == pytest.approx(0.0625)
     assert p["delta_auc_ci95"] == pytest.approx(T2 * math.sqrt(2 * 0.09375**2 / 2 / 3))
+    assert p["signs_auc"] == [2, 0, 1]
     # to uniform's final of the same seed: uniform gets there at 200 rollouts (40 s) each seed;
     # fast at 66.7, 166.7, 100 rollouts (6.7, 30, 10 s by its estimated seconds)
     assert p["base_rollouts_to_final"] == [200.0, 200.0, 200.0]
@@ -385,6 +454,12 @@ def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:
     assert p["base_seconds_to_final"] == [40.0, 40.0, 40.0]
     assert p["seconds_to_base_final"] == pytest.approx([20 / 3, 30.0, 10.0])
     assert p["seconds_ratio"] == pytest.approx(7 / 18)
+    # the bootstrap over seeds: each of the 27 equally likely resamples has probability 1/27 >
+    # 2.5 %, so the interval runs from the resample of the fastest seed thrice (200/3 rollouts,
+    # 20/3 s) to that of the slowest thrice (500/3, 30 s), over uniform's 200 and 40
+    assert p["rollouts_ratio_ci95"] == pytest.approx((1 / 3, 5 / 6))
+    assert p["seconds_ratio_ci95"] == pytest.approx((1 / 6, 3 / 4))
+    assert p["step_seconds_ratio"] == 1.0  # 10 s a step on average, as uniform
     rows = {r["entrant"]: r for r in summary["rows"]}
     fast, uniform = rows["fast"], rows["uniform"]
     assert fast["auc_pass@1"] == pytest.approx((0.53125 + 0.4375 + 0.3125) / 3)
@@ -392,7 +467,11 @@ def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:
     assert (fast["gradient_rollouts_per_step"], fast["informative_prompts_per_step"]) == (25.0, 5.0)
     assert fast["informative_frac"] == pytest.approx(0.25) and fast["rounds_per_step"] == 2.0
     assert fast["seconds_per_step"] == 10.0 and fast["alloc_overhead"] == pytest.approx(0.025)
+    # gradient norm over all steps; update norm over the steps that measured it (0.1, 0.3)
+    assert fast["grad_norm_per_step"] == 2.5 and fast["update_norm_per_step"] == pytest.approx(0.2)
+    assert math.isnan(uniform["grad_norm_per_step"])  # runs written before the norms
     assert uniform["delta_final"] is None and uniform["paired_seeds"] == 0
+    assert (fast["pass_k"], fast["final_pass@k"]) == (4, pytest.approx((0.75 + 0.875 + 0.5) / 3))
     # the accuracy table's target is uniform's mean final, 0.5: uniform's seed 2 ends below it
     assert summary["target_pass@1"] == 0.5 and uniform["reached"] == "2/3"
     out = tmp_path / "c"
@@ -401,23 +480,168 @@ def test_paired_statistics_on_known_runs(tmp_path: Path) -> None:
     assert table.splitlines()[0].startswith(f"Warm start `{model}`, weights sha256 `{digest}`;")
     assert "command: `(called from Python)`" in table.splitlines()[0]
     assert summary["provenance"]["weights_sha256"] == digest
-    assert "| fast | 3 | +8.3 ± 17.9 pts | +6.2 ± 23.3 pts | 0.56× (3/3) | 0.39× | 2/3 |" in table
-    assert "| fast | 25.0 | 5.0 | 0.250 | 2.0 | 10.00 | 2.5 % |" in table
-    assert "| entrant | seeds | start pass@1 |" in table
+    assert (
+        "| fast | 3 | +8.3 ± 17.9 pts | 2/1/0 | +4.2 ± 17.9 pts | 1/2/0 | +6.2 ± 23.3 pts | "
+        "2/0/1 | 0.56× [0.33, 0.83] (3/3) | 1.00× | 0.39× [0.17, 0.75] |"
+    ) in table
+    assert "| Δ final pass@4 (95 % CI) | W/T/L |" in table
+    assert "Rollouts to target: the rollouts from which the entrant's held-out" in table
+    assert "10,000 resamples" in table
+    assert "| fast | 25.0 | 5.0 | 0.250 | 2.0 | 2.5 | 0.2 | 10.00 | 2.5 % |" in table
+    assert "| uniform | 20.0 | 4.0 | 0.200 | 1.0 | — | — | 10.00 | 1.0 % |" in table
+    assert "| entrant | seeds | start pass@1 | final pass@1 (95 % CI) | final pass@4" in table
     header = (out / "results.csv").read_text().splitlines()[0].split(",")
     for column in ("entrant", "delta_final", "delta_auc_ci95", "rollouts_ratio", "seconds_ratio",
-                   "wins", "informative_prompts_per_step", "rounds_per_step"):  # fmt: skip
+                   "wins", "informative_prompts_per_step", "rounds_per_step", "delta_pass_k",
+                   "signs_final", "signs_pass_k", "rollouts_ratio_ci95_low", "grad_norm_per_step",
+                   "update_norm_per_step", "step_seconds_ratio", "final_pass@k"):  # fmt: skip
         assert column in header
+    assert "No calibration plot: no run holds beliefs.json" in table.splitlines()[-1]
     assert (out / "accuracy.png").exists() and (out / "informative.png").exists()
     # one seed: no interval
     one = tabulate(dataclasses.replace(cfg, seeds=1))
     assert one["paired"]["fast"]["delta_final"] == [0.125]
     table = (out / "table.md").read_text()
-    assert "| fast | 1 | +12.5 pts (± —) |" in table and "| uniform | 1 | 25.0 % |" in table
+    assert "| fast | 1 | +12.5 pts (± —) | 1/0/0 |" in table and "| uniform | 1 | 25.0 % |" in table
+    assert "| 0.33× (1/1) | 1.00× | 0.17× |" in table  # one seed: no interval
     # the baseline can be any entrant
     flipped = tabulate(dataclasses.replace(cfg, baseline="fast"))
     assert flipped["paired"]["uniform"]["delta_final"] == [-0.125, -0.125, 0.0]
     assert flipped["paired"]["uniform"]["wins"] == 0
+
+
+# --- tabulating a recorded competition, and its evidence ---------------------------------------
+def _body(table_md: Path) -> list[str]:
+    """table.md without its first line (the date and the command that tabulated it)."""
+    return table_md.read_text().splitlines()[1:]
+
+
+def test_tables_are_the_same_from_steps_csv_alone(tmp_path: Path) -> None:
+    cfg = known_competition(tmp_path)
+    first = tabulate(cfg)
+    out = tmp_path / "c"
+    table = _body(out / "table.md")
+    for name in ("uniform", "fast"):
+        for seed in range(3):
+            run = cfg.run_dir(name, seed)
+            head = (run / "steps.csv").read_text().splitlines()[0]
+            assert "loss" not in head and "utility" not in head  # only what the tables read
+            (run / "metrics.jsonl").unlink()
+    again = tabulate(cfg)
+    assert _body(out / "table.md") == table
+    for a, b in zip(first["rows"], again["rows"], strict=True):
+        assert a.keys() == b.keys()
+        for k in a:
+            if isinstance(a[k], float):
+                assert b[k] == pytest.approx(a[k], rel=1e-5, nan_ok=True), k
+            else:
+                assert b[k] == a[k], k
+
+
+def test_tabulate_and_evidence_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainers.cli import main as cli
+
+    cfg = known_competition(tmp_path)
+    out, dest = tmp_path / "c", tmp_path / "evidence"
+    # files the evidence leaves out: the big, the binary and the private
+    run = cfg.run_dir("fast", 1)
+    (run / "beliefs.json").write_text(json.dumps({"rates": [0.0, 1.0, 0.5], "rollouts": [8, 8, 4]}))
+    (run / "run.log").write_text("log")
+    (run / "checkpoints" / "step-000004").mkdir(parents=True)
+    (run / "checkpoints" / "step-000004" / "model.safetensors").write_bytes(b"w")
+    (run / "tb").mkdir()
+    (run / "tb" / "events.out.tfevents.1").write_bytes(b"e")
+    (run / "provenance.json").write_text(json.dumps({"starts": []}))
+    (run / "config.json").write_text(json.dumps(cfg.run_config("fast", 1).to_dict()))
+    assert cli(["compete", "--tabulate", str(out), "--evidence", str(dest)]) == 0
+    printed = capsys.readouterr().out
+    assert f"evidence: {dest}" in printed and "| fast | 3 |" in printed
+    files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    per_run = ["config.json", "eval.jsonl", "provenance.json", "steps.csv", "summary.json"]
+    copied = [f"runs/{n}/seed{s}/{f}" for n in ("fast", "uniform") for s in range(3)
+              for f in (per_run if (n, s) == ("fast", 1) else
+                        ["eval.jsonl", "steps.csv", "summary.json"])]  # fmt: skip
+    written = ["accuracy.png", "informative.png", "results.csv", "summary.json", "table.md"]
+    assert files == sorted(["command.txt", "config.json", "e.yaml", *copied, *written])
+    # no command was recorded for this competition: command.txt holds an equivalent one
+    command = (dest / "command.txt").read_text()
+    assert "No command was recorded" in command
+    rebuilt = command.splitlines()[1]
+    assert rebuilt.startswith(f"adaroll compete --entrants {cfg.entrants} --out {out} --model ")
+    # it runs this very competition: parsed back, the config that ran
+    from adaroll_env.arguments import config_from_args
+    from trainers.cli import build_parser
+
+    args = build_parser("compete").parse_args(shlex.split(rebuilt)[1:])
+    again = config_from_args(CompeteConfig, args)
+    assert dataclasses.asdict(again) == json.loads((out / "config.json").read_text())
+    # the evidence regenerates every table: the same body, but no calibration plot
+    original = _body(out / "table.md")
+    assert (out / "calibration.png").exists() and not (dest / "calibration.png").exists()
+    assert "calibration" not in "\n".join(original)
+    copy = _body(dest / "table.md")
+    assert copy[:-2] == original and copy[-2] == ""
+    assert copy[-1].startswith("No calibration plot: no run holds beliefs.json")
+    assert (
+        f"command: `adaroll compete --tabulate {out} --evidence {dest}`"
+        in ((dest / "table.md").read_text().splitlines()[0])
+    )
+    summary = json.loads((dest / "summary.json").read_text())
+    assert summary["paired"]["fast"]["delta_final"] == [0.125, 0.125, 0.0]
+    # and from the evidence alone, again (it now holds a table of its own to overwrite)
+    assert cli(["compete", "--tabulate", str(dest), "--baseline", "fast"]) == 0
+    assert "**Paired against fast**" in (dest / "table.md").read_text()
+
+
+def test_tabulate_takes_its_settings_from_the_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainers.cli import main as cli
+
+    cfg = known_competition(tmp_path)
+    out = tmp_path / "c"
+    recorded = CompeteConfig(tabulate=str(out))
+    assert recorded.names() == ["uniform", "fast"] and recorded.seed_list() == [0, 1, 2]
+    assert recorded.grpo == cfg.grpo and recorded.out == str(out)
+    assert recorded.entrant("fast").allocator == "thompson"
+    # a setting that is neither its default nor the recorded one is refused, naming it
+    for args, what in [
+        (["--steps", "5"], r"drop --steps \(5\)"),
+        (["--seeds", "2", "--allocators", "uniform"],
+         r"drop --allocators \('uniform'\), --seeds \(2\)"),
+        (["--baseline", "unifrom"], r"unknown baseline entrant 'unifrom'. Did you mean 'uniform'"),
+        (["--evidence", str(out)], "is the competition directory itself"),
+    ]:  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            cli(["compete", "--tabulate", str(out), *args])
+        assert exc.value.code == 2
+        assert re.search(what, capsys.readouterr().err), what
+    # the recorded value itself may be repeated
+    assert CompeteConfig(tabulate=str(out), seeds=3).seeds == 3
+    with pytest.raises(ValueError, match=r"no config.json there, so it is not a competition"):
+        CompeteConfig(tabulate=str(tmp_path / "nowhere"))
+    with pytest.raises(ValueError, match=r"is not the config.json of adaroll compete"):
+        CompeteConfig(tabulate=str(tmp_path / "model"))  # a model's config.json
+    with pytest.raises(ValueError, match=r"--evidence .* give the competition directory with it"):
+        CompeteConfig(evidence=str(tmp_path / "e"))
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"already holds other files \(notes.txt\)"):
+        from trainers.experiments.compete import tabulate_recorded
+
+        tabulate_recorded(CompeteConfig(tabulate=str(out), evidence=str(tmp_path / "full")))
+    # a run a signal stopped before its last step is left out, and the table says so
+    summary = cfg.run_dir("fast", 2) / "summary.json"
+    summary.write_text(json.dumps({"steps": 3, "stopped_by": "SIGTERM", "minutes": 1.0,
+                                   "rollouts_total": 150}))  # fmt: skip
+    got = tabulate(recorded)
+    assert got["runs"] == {"uniform": [0, 1, 2], "fast": [0, 1]}
+    assert (
+        "Left out, unfinished: fast seed 2 (stopped by SIGTERM after step 3)."
+        in (out / "table.md").read_text()
+    )
 
 
 def _compete_args(model: Path, out: Path, allocators: str, *extra: str) -> list[str]:

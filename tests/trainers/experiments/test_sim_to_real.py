@@ -11,6 +11,7 @@ from adaroll_env.arguments import parse_config
 from adaroll_env.priors import BetaMixture, fit_beta_binomial
 from agents.benchmarks import BenchConfig
 from trainers.experiments.sim_to_real import (
+    competition_baseline,
     evidence_steps,
     fit_truth,
     live_figures,
@@ -285,6 +286,56 @@ def test_competition_two_entrants_averaged_and_ranked(tmp_path):
         assert k["spearman"] is None  # two entrants: no rank correlation
         assert isinstance(k["same_order"], bool)
     assert "Entrants, mean over seeds" in result.markdown
+
+
+def test_the_whole_field_against_live_training(tmp_path):
+    entrants = ("thompson", "uniform", "bamdp")
+    comp = make_competition(tmp_path / "comp", entrants=entrants, seeds=2)
+    finals = {"thompson": [0.25, 0.5], "uniform": [0.375, 0.375], "bamdp": [0.5, 0.625]}
+    for a, by_seed in finals.items():
+        for k, final in enumerate(by_seed):
+            evals = [{"step": 0, "rollouts_total": 0, "pass@1": 0.25},
+                     {"step": 25, "rollouts_total": 3200, "pass@1": final}]  # fmt: skip
+            (comp / "runs" / a / f"seed{k}" / "eval.jsonl").write_text(
+                "".join(json.dumps(e) + "\n" for e in evals)
+            )
+    result = run_from_runs(_cfg(tmp_path, [comp], episodes=10))
+    (report,) = result.field_report
+    assert report["comparison"] == "comp" and report["baseline"] == "uniform"  # no "baseline" set
+    e = {x["entrant"]: x for x in report["entrants"]}
+    assert e["bamdp"]["delta_final"] == pytest.approx((0.125 + 0.25) / 2)
+    assert e["thompson"]["delta_final"] == pytest.approx((-0.125 + 0.125) / 2)
+    assert e["uniform"]["delta_final"] == 0.0 and e["uniform"]["predicted_gain"] == 0.0
+    for name, x in e.items():
+        runs = [r for r in result.runs if r["entrant"] == name]
+        assert x["predicted"] == pytest.approx(
+            np.mean([r["predicted"]["gradient_rollouts"]["mean"] for r in runs])
+        )
+        assert x["live"] == pytest.approx(10 * np.mean(range(25)))  # every run's metrics alike
+        assert x["predicted_gain"] == pytest.approx(x["predicted"] / e["uniform"]["predicted"] - 1)
+    # live gradient rollouts are equal for all three: no ordering to correlate with
+    assert report["spearman"]["live"] == {"rho": None, "n": 3}
+    from scipy.stats import spearmanr
+
+    rho = report["spearman"]["delta_final"]
+    expected = spearmanr(
+        [x["predicted"] for x in e.values()], [x["delta_final"] for x in e.values()]
+    )
+    assert rho["n"] == 3 and rho["rho"] == pytest.approx(expected[0])
+    assert "The field against live training (baseline uniform)" in result.markdown
+    assert "| +18.75 pts (2 seeds) |" in result.markdown  # bamdp's live Δ final pass@1
+    assert "Spearman rank correlation of the simulator's ordering" in result.markdown
+    saved = json.loads((result.run_dir / "from_run.json").read_text())
+    assert saved["field"][0]["baseline"] == "uniform"
+
+
+def test_a_competitions_baseline_follows_adaroll_compete():
+    present = ["uniform", "bamdp", "sb3_pretrained"]
+    assert competition_baseline({"allocators": "bamdp,uniform"}, present) == "uniform"
+    assert competition_baseline({"baseline": "sb3:pretrained"}, present) == "sb3_pretrained"
+    entrants = [{"name": "b2"}, {"name": "bamdp"}]
+    assert competition_baseline({"resolved_entrants": entrants}, ["bamdp", "b2"]) == "b2"
+    assert competition_baseline({"baseline": "gone"}, present) is None  # no run of it here
 
 
 def test_unfinished_competition_run_is_skipped_and_said(tmp_path):
