@@ -19,6 +19,7 @@ from agents.bamdp.index import GRID_SIZE, MAX_HORIZON, TableSpec
 from agents.bamdp.rounds import (
     MAX_ROUNDS_HORIZON,
     RoundsPlan,
+    decide_last_round,
     decide_round,
     plan_rounds,
     round_sizes,
@@ -27,6 +28,7 @@ from agents.base import BaseAllocator, Beliefs, Obs
 
 PriorMode = Literal["tables", "interpolate"]
 RoundPolicy = Literal["relaxed", "index"]
+LastRound = Literal["exact", "index"]
 
 #: up to this many distinct priors in one episode get a table each; more are interpolated
 MAX_EXACT_PRIORS = 4
@@ -88,6 +90,14 @@ class BAMDPAllocator(BaseAllocator):
     e_i(m) = Σ_k BetaBin(k; m, α_i, β_i)·λ*(s_i + k, f_i + m − k), made non-increasing in m; the
     round takes the R largest e_i(m).
 
+    **Rounds.** With ``round_policy="relaxed"`` (default) a round is decided by the
+    rounds-aware relaxation (``agents.bamdp.rounds``: one price per round) where the episode
+    has at most ``MAX_EXACT_PRIORS`` distinct priors. With more (training: per-prompt priors from
+    the belief store) its plan would need a table per prior, so the index rule above decides the
+    rounds before the last; the **last round** (the whole budget left) is then split exactly —
+    Σ_i E_m[u] maximised given the state, under each question's own posterior
+    (``decide_last_round``; ``last_round="index"`` keeps the index rule there too).
+
     **Exact policy.** Where the joint belief state space is small enough (``max_states`` states
     in sequential mode, ``max_round_states`` in rounds mode, whose states carry many more
     decisions), the allocator solves the BAMDP exactly by backward induction at ``reset``
@@ -125,8 +135,15 @@ class BAMDPAllocator(BaseAllocator):
         cache_dir: str | os.PathLike | None = None,
         round_policy: RoundPolicy = "relaxed",
         rounds_horizon: int = MAX_ROUNDS_HORIZON,
+        last_round: LastRound = "exact",
     ) -> None:
         super().__init__()
+        if last_round not in ("exact", "index"):
+            raise ValueError(
+                f"last_round must be 'exact' (the exact last-round split for any priors) or "
+                f"'index' (the index rule when the relaxation does not apply), got {last_round!r}"
+            )
+        self.last_round: LastRound = last_round
         if prior_mode not in ("tables", "interpolate"):
             raise ValueError(f"prior_mode must be 'tables' or 'interpolate', got {prior_mode!r}")
         if round_policy not in ("relaxed", "index"):
@@ -300,6 +317,8 @@ class BAMDPAllocator(BaseAllocator):
             relaxed = self._relaxed_round(b)
             if relaxed is not None:
                 return relaxed
+            if self.last_round == "exact" and b.round_size >= b.budget_left:
+                return self._last_round(b)
         t = self.tables_for_obs(b)
         B = b.rollouts.size
         counts = np.zeros(B, dtype=np.int64)
@@ -342,6 +361,15 @@ class BAMDPAllocator(BaseAllocator):
         where = {(sp.alpha, sp.beta): g for g, sp in enumerate(plan.specs)}
         spec_of = np.array([where[pr] for pr in pairs], dtype=np.int64)
         return decide_round(plan, spec_of, t, b.successes, b.failures, b.capacity, b.round_size)
+
+    def _last_round(self, b: Beliefs) -> NDArray[np.int64]:
+        """The exactly optimal last round for the observation's own priors (``decide_last_round``:
+        no plan, so any number of distinct priors)."""
+        p = self.params
+        return decide_last_round(
+            b.prior_alpha, b.prior_beta, b.successes, b.failures, b.capacity, b.round_size,
+            utility=p.utility, cap=p.cap, max_horizon=self.rounds_horizon,
+        )  # fmt: skip
 
     def act(self, obs: Obs) -> int | NDArray[np.float32]:
         """As ``BaseAllocator.act``, without building counts in sequential mode."""

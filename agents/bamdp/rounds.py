@@ -51,6 +51,7 @@ from agents.bamdp.index import utility_range
 __all__ = [
     "RoundsPlan",
     "RoundsSpec",
+    "decide_last_round",
     "dual_rounds",
     "plan_rounds",
     "round_sizes",
@@ -648,6 +649,76 @@ def decide_round(
         q = first[sel]
         values[sel] = round_values(W, P, float(plan.ub[t]), s[q], f[q], top[q], M)
     if Q * (R + 1) * (M + 1) > EXACT_SPLIT_CELLS:
+        counts = split_round_price(values, R, rows)
+        if int(counts.sum()) == R:
+            return counts
+    return split_round_exact(values[rows], R)
+
+
+@functools.lru_cache(maxsize=16)
+def _utility_table(utility: str, cap: int, horizon: int) -> tuple[NDArray[np.float64], float]:
+    """U[n, s] = u(s, n − s) for n ≤ ``horizon`` (what every prior's last round reads) and ū,
+    the largest utility up to the cap."""
+    fn = get_utility(utility)
+    U = np.zeros((horizon + 1, horizon + 1))
+    for n in range(horizon + 1):
+        k = np.arange(n + 1)
+        U[n, : n + 1] = np.asarray(fn(k, n - k), dtype=np.float64)
+    U.flags.writeable = False
+    _, hi = utility_range(fn, cap)
+    return U, float(hi)
+
+
+def decide_last_round(
+    alpha: NDArray[np.float64],
+    beta: NDArray[np.float64],
+    s: NDArray[np.int64],
+    f: NDArray[np.int64],
+    capacity: NDArray[np.int64],
+    R: int,
+    *,
+    utility: str,
+    cap: int,
+    max_horizon: int = MAX_ROUNDS_HORIZON,
+) -> NDArray[np.int64]:
+    """The last round's counts (Σ = ``R``, the whole budget left), exactly optimal given the
+    state for **any** priors: with no round after it the continuation is the final utility, so
+    question i's value of m rollouts is E_m[u](n_i, s_i) under its own posterior (``alpha``,
+    ``beta``: its prior; ``s``, ``f``: its counts so far), and the split is the exact
+    multiple-choice knapsack (``split_round_exact``; by a price with an integer repair when
+    B·R·M is too large). No plan or price is needed, so it applies however many distinct priors
+    the questions have (the relaxation's plan is built for at most a few). States past the
+    horizon min(cap, ``max_horizon``) read the optimistic ū, as in ``decide_round``."""
+    H = int(min(cap, max_horizon))
+    U, u_bar = _utility_table(utility, int(cap), H)
+    s = np.asarray(s, dtype=np.int64)
+    f = np.asarray(f, dtype=np.int64)
+    top = np.minimum(np.asarray(capacity, dtype=np.int64), R)
+    inside = np.minimum(top, np.maximum(H - (s + f), 0))
+    if int(inside.sum()) >= R:
+        top = inside
+    M = int(top.max(initial=0))
+    # questions in the same state (prior, s, f, room) share a row of values
+    a = np.asarray(alpha, dtype=np.float64)
+    b = np.asarray(beta, dtype=np.float64)
+    priors, prior_of = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
+    prior_of = prior_of.reshape(-1)
+    key = np.stack([prior_of, s, f, top]).astype(np.int64)
+    width = int(key.max(initial=0)) + 1
+    code = ((key[0] * width + key[1]) * width + key[2]) * width + key[3]
+    first, rows = np.unique(code, return_index=True, return_inverse=True)[1:]
+    rows = rows.reshape(-1).astype(np.int64)
+    values = np.full((first.size, M + 1), -np.inf)
+    n_grid = np.arange(H + 1, dtype=np.float64)[:, None]
+    s_grid = np.arange(H + 1, dtype=np.float64)[None, :]
+    first_prior = prior_of[first]
+    for g in np.unique(first_prior).tolist():
+        sel = np.flatnonzero(first_prior == g)
+        pa, pb = priors[g]
+        P = np.where(s_grid <= n_grid, (pa + s_grid) / (pa + pb + n_grid), 0.0)  # [H+1, H+1]
+        q = first[sel]
+        values[sel] = round_values(U, P, u_bar, s[q], f[q], top[q], M)
+    if s.size * (R + 1) * (M + 1) > EXACT_SPLIT_CELLS:
         counts = split_round_price(values, R, rows)
         if int(counts.sum()) == R:
             return counts

@@ -240,3 +240,65 @@ def test_a_round_decision_equals_the_split_of_every_questions_own_values() -> No
             assert got.sum() == 192 and np.array_equal(got, split(own, 192))
     finally:
         R.EXACT_SPLIT_CELLS = old
+
+
+def test_the_last_round_is_the_exact_knapsack_for_any_priors():
+    import itertools
+
+    from scipy.stats import betabinom
+
+    from adaroll_env.utilities import get_utility
+    from agents.bamdp.rounds import decide_last_round
+
+    u = get_utility("snr(8)")
+    a = np.array([0.3, 1.0, 2.5])
+    b = np.array([0.7, 1.0, 0.4])
+    s = np.array([1, 0, 2])
+    f = np.array([0, 2, 0])
+    R = 5
+
+    def value(counts):
+        total = 0.0
+        for i, m in enumerate(counts):
+            k = np.arange(m + 1)
+            pk = betabinom.pmf(k, m, a[i] + s[i], b[i] + f[i])
+            total += float(np.sum(pk * u(s[i] + k, f[i] + m - k)))
+        return total
+
+    splits = [c for c in itertools.product(range(R + 1), repeat=3) if sum(c) == R]
+    best = max(value(c) for c in splits)
+    got = decide_last_round(a, b, s, f, np.full(3, 20), R, utility="snr(8)", cap=24)
+    assert int(got.sum()) == R
+    assert value(got) == pytest.approx(best, rel=1e-9)
+    # a capacity binds: question 1 may take at most one
+    capped = decide_last_round(a, b, s, f, np.array([20, 1, 20]), R, utility="snr(8)", cap=24)
+    assert capped[1] <= 1 and int(capped.sum()) == R
+    best_capped = max(value(c) for c in splits if c[1] <= 1)
+    assert value(capped) == pytest.approx(best_capped, rel=1e-9)
+
+
+def test_bamdp_splits_the_last_round_exactly_with_many_distinct_priors():
+    import gymnasium as gym
+
+    import agents
+    from agents.bamdp.rounds import decide_last_round
+
+    B = 6
+    a = (0.2, 0.5, 1.0, 1.5, 2.0, 3.0)
+    b = (2.0, 1.0, 1.0, 0.5, 0.3, 0.2)
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=B, budget=24, round_size=12,
+                   utility="snr(8)", prior_alpha=a, prior_beta=b)  # fmt: skip
+    params = env.unwrapped.params
+    exact = agents.make_allocator("bamdp", env, exact=False)
+    index = agents.make_allocator("bamdp", env, exact=False, last_round="index")
+    obs, _ = env.reset(seed=0)
+    for al in (exact, index):
+        al.reset(params, seed=0)
+    obs, *_ = env.step(exact.act(obs))  # the first round: the index rule (six distinct priors)
+    bel = exact.beliefs(obs)
+    state = (bel.prior_alpha, bel.prior_beta, bel.successes, bel.failures, bel.capacity)
+    want = decide_last_round(*state, bel.round_size, utility="snr(8)", cap=params.cap)
+    assert exact.allocate(obs).tolist() == want.tolist()
+    assert int(index.allocate(obs).sum()) == 12
+    with pytest.raises(ValueError, match="last_round must be"):
+        agents.make_allocator("bamdp", env, last_round="best")
