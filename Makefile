@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.adaroll-installed
 TORCH_VERSION := 2.13.0
-EXTRAS := dev,sb3,jit,train,trl,rg,math
+EXTRAS := dev,sb3,jit,train,trl,rg,math,docs
 # vLLM's CPU build lives in its own environment: it pins torch, transformers and numba.
 VLLM_VENV := .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
@@ -18,12 +18,13 @@ TRL114_PY := $(TRL114_VENV)/bin/python
 TRL114_STAMP := $(TRL114_VENV)/.adaroll-installed
 TRL114_SPEC := trl>=1.14.2,<1.15
 
-.PHONY: demo test test-fast test-vllm test-trl114 lint format bench bench-env bench-bamdp bench-engines install clean help
+.PHONY: demo test test-fast test-vllm test-trl114 lint format docs bench bench-env bench-bamdp bench-engines install clean help
 
 help:
 	@echo "make demo       create .venv, install, run the allocator benchmark on the simulator"
 	@echo "make test       create .venv, install, run the whole test suite"
 	@echo "make lint       ruff (lint + format check) and mypy"
+	@echo "make docs       the documentation site (docs/site) into build/docs, warnings as errors"
 	@echo "make bench      the default benchmark (same as the demo)"
 	@echo "make bench-env  env steps per second against CartPole (scripts/bench_env.py)"
 	@echo "make bench-bamdp  bamdp quality, bound gap and decision costs (scripts/bench_bamdp.py)"
@@ -112,13 +113,19 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile -q -m "not slow"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check adaroll_env agents trainers scripts tests
-	$(VENV)/bin/ruff format --check adaroll_env agents trainers scripts tests
+	$(VENV)/bin/ruff check adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext
+	$(VENV)/bin/ruff format --check adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext
 	$(VENV)/bin/mypy
 
+# The site from scratch: Sphinx (MyST pages, Furo), warnings as errors, every problem listed
+# (--keep-going); pages under docs/site/_generated are written from the code during the build.
+docs: $(STAMP)
+	rm -rf build/docs docs/site/_generated
+	$(PY) -m sphinx -W --keep-going -b html docs/site build/docs
+
 format: $(STAMP)
-	$(VENV)/bin/ruff format adaroll_env agents trainers scripts tests
-	$(VENV)/bin/ruff check --fix adaroll_env agents trainers scripts tests
+	$(VENV)/bin/ruff format adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext
+	$(VENV)/bin/ruff check --fix adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info build/docs docs/site/_generated

@@ -78,5 +78,5 @@ def alias_modules(table: Mapping[str, str]) -> None:
 
 
 def moved_modules() -> dict[str, str]:
-    """Every old path installed so far, ``{old: new}`` (the README's table of moves)."""
+    """Every old path installed so far, ``{old: new}`` (docs: code layout, moved in version 4)."""
     return dict(_TABLE)

@@ -33,7 +33,7 @@ __all__ = [
 
 #: The training default (``round_schedule="auto"`` in ``adaroll grpo``, ``adaroll compete``, the
 #: live env and TRL): two equal rounds, two generation calls a step. In real training with
-#: level-grouped fitted priors (the README's final competition, 4 seeds, 4,000 steps) two equal
+#: level-grouped fitted priors (docs: results, final competition: 4 seeds, 4,000 steps) two equal
 #: rounds beat ``uniform`` by +3.6 ± 1.1 points with the same gradient-carrying rollouts as eight
 #: rounds. On the simulator with one shared prior ``384,128`` gains more
 #: (``docs/v3/rounds_schedule_sim.txt``), but in the real screen with grouped priors it gave 15

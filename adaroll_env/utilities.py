@@ -65,14 +65,14 @@ def dr_grpo_signal(s: ArrayLike, f: ArrayLike) -> NDArray[np.float64]:
 def snr(kappa: float) -> UtilityFn:
     """The depth-aware utility u = 1[s>0, f>0]·(n−1)²/((n−1)² + κ·n), saturating in n.
 
-    Derivation (a one-step model of the GRPO gradient; DESIGN §10). A mixed group of n rollouts
-    contributes n − 1 degrees of freedom of advantage signal, so the batch gradient's signal
-    grows with Σ(n_i − 1); prompts disagree about the direction, so the between-prompt part of
-    its noise grows with Σ(n_i − 1)²; every rollout adds independent sampling noise, Σ n_i. One
-    prompt's share of the signal-to-noise is then (n − 1)² / ((n − 1)² + κ·n), with κ the ratio
-    of within-prompt sampling noise to between-prompt spread. At κ → 0 it is ``informative``
-    (2 rollouts count as much as 16); as κ grows it approaches (n − 1)²/(κ·n), linear in n like
-    the gradient mass that pours the budget into few prompts. 0 for degenerate groups and n < 2.
+    Derivation (a one-step model of the GRPO gradient; docs: design §2 and §10). A mixed group of n
+    rollouts contributes n − 1 degrees of freedom of advantage signal, so the batch gradient's
+    signal grows with Σ(n_i − 1); prompts disagree about the direction, so the between-prompt part
+    of its noise grows with Σ(n_i − 1)²; every rollout adds independent sampling noise, Σ n_i. One
+    prompt's share of the signal-to-noise is then (n − 1)² / ((n − 1)² + κ·n), with κ the ratio of
+    within-prompt sampling noise to between-prompt spread. At κ → 0 it is ``informative`` (2
+    rollouts count as much as 16); as κ grows it approaches (n − 1)²/(κ·n), linear in n like the
+    gradient mass that pours the budget into few prompts. 0 for degenerate groups and n < 2.
 
     >>> snr(8.0)(np.array([1, 8]), np.array([1, 8])).round(3)
     array([0.059, 0.637])

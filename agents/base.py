@@ -27,7 +27,7 @@ Obs = dict[str, NDArray[Any]]
 
 @runtime_checkable
 class Allocator(Protocol):
-    """What every allocator offers (see DESIGN §4)."""
+    """What every allocator offers (see docs: design §4)."""
 
     name: str
 

@@ -131,7 +131,7 @@ def test_no_import_cycle(package: str) -> None:
             visit(m)
 
 
-#: the rooms of trainers and the rooms each may import at module level (the README's Layout):
+#: the rooms of trainers and the rooms each may import at module level (docs: code layout):
 #: models, tasks and engines are the ground floor; the GRPO step and allocation inside training
 #: use them; a run drives a trainer; TRL, experiments and benchmarks sit on top; the CLI is the top
 ROOMS: dict[str, set[str]] = {

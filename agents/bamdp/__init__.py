@@ -1,4 +1,4 @@
-"""The BAMDP-optimal allocator: exact where affordable, certified where not (DESIGN §4).
+"""The BAMDP-optimal allocator: exact where affordable, certified where not (docs: design §4).
 
 - ``agents.bamdp.index``: index tables λ*(s, f) per (prior, utility, cap);
 - ``agents.bamdp.cache``: those tables cached in memory and on disk;

@@ -74,7 +74,7 @@ class _Tables:
 
 
 class BAMDPAllocator(BaseAllocator):
-    """Bayes-optimal rollout allocation for the BAMDP of DESIGN §2 (adaroll's own method).
+    """Bayes-optimal rollout allocation for the BAMDP of docs: design §2 (adaroll's own method).
 
     Sources: the Bayes-adaptive MDP of Duff (2002), solved exactly by Bellman's (1957) backward
     induction; the index policy is the Lagrangian relaxation of the budget constraint (Whittle,

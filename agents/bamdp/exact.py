@@ -1,13 +1,13 @@
 """Exact Bayes-optimal allocation: backward induction over the folded joint belief state.
 
-The BAMDP of DESIGN §2: question i holds the belief Beta(a_i + s_i, b_i + f_i); a decision hands
-out one rollout (``mode="sequential"``) or a round of r = min(R, budget left) rollouts split as
-any integer counts vector under the caps (``mode="rounds"``; with a ``round_schedule``, r is the
-schedule's next round, ``adaroll_env.model.round_size_at``: the solver supports unequal rounds,
-its levels being the schedule's boundaries); outcomes follow the posterior
-predictive (a round's outcome is the product over questions of Beta-binomial(c_i, a_i + s_i,
-b_i + f_i)); the value is E[Σ_i u(s_i, f_i)] at the end, pilot outcomes included. Bellman
-(1957) backward induction on the belief state, as in Duff's BAMDP formulation (2002):
+The BAMDP of docs: design §2: question i holds the belief Beta(a_i + s_i, b_i + f_i); a decision
+hands out one rollout (``mode="sequential"``) or a round of r = min(R, budget left) rollouts split
+as any integer counts vector under the caps (``mode="rounds"``; with a ``round_schedule``, r is the
+schedule's next round, ``adaroll_env.model.round_size_at``: the solver supports unequal rounds, its
+levels being the schedule's boundaries); outcomes follow the posterior predictive (a round's outcome
+is the product over questions of Beta-binomial(c_i, a_i + s_i, b_i + f_i)); the value is E[Σ_i
+u(s_i, f_i)] at the end, pilot outcomes included. Bellman (1957) backward induction on the belief
+state, as in Duff's BAMDP formulation (2002):
 
     V(x) = Σ_i u(s_i, f_i)                          when the budget is spent,
     V(x) = max_c Σ_o P(o | x, c) · V(x ⊕ (c, o))    otherwise.
@@ -32,7 +32,7 @@ class the lowest indices get the largest counts) and returns the **lexicographic
 counts vector** — in sequential mode, the lowest question index. The rule depends on the
 unfolded state, so the policy stores every tied folded decision and resolves at lookup.
 
-Only small instances are affordable (DESIGN §4: B = 4, N = 12 has 7036 states, B = 8, N = 32
+Only small instances are affordable (docs: design §4: B = 4, N = 12 has 7036 states, B = 8, N = 32
 1.4·10⁸): ``solve_exact`` refuses past ``max_states``. Its value certifies the scalable policies.
 
 One module of about 500 lines on purpose: the folded layout, the solver and the solution share

@@ -1,5 +1,5 @@
 """Bandit-style allocators: ``oracle``, ``thompson``, ``bayes_ucb``, ``knowledge_gradient``,
-``greedy`` and ``variance`` (DESIGN §4; formulas in reference/allocation-literature.md).
+``greedy`` and ``variance`` (docs: design §4; the formula in each docstring).
 
 All but ``variance`` plan with a value table ``values[i, k]``, question i's (expected) utility
 after k more rollouts, k = 0..K, and hand a decision's rollouts out with

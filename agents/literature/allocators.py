@@ -1,12 +1,12 @@
 """Allocators from the rollout-allocation literature: VIP, Knapsack RL, Reinforce-Ada,
-Pilot-Commit and GRESO (formulas and defaults: reference/allocation-literature.md §2).
+Pilot-Commit and GRESO (formulas and defaults in each docstring; docs: allocators).
 
 Each allocator follows its paper's rule and says in its docstring where the rule had to be adapted
 to the adaroll episode (a fixed budget ``N`` spent exactly, decisions of one rollout or one round
 of ``R``, Beta beliefs in the observation). None of them reads ``params.utility``: each optimises
 its paper's own objective, whatever utility the env pays.
 
-Memory rule (DESIGN §4): every decision is recomputed from the observation alone. ``vip`` and
+Memory rule (docs: design §4): every decision is recomputed from the observation alone. ``vip`` and
 ``knapsack`` plan final group sizes from the current posterior means and hand the decision's
 rollouts toward that plan with ``agents.planning.deficit_split``; ``reinforce_ada`` and
 ``pilot_commit`` read their phase (round, pilot, band) from the counts; ``greso`` draws its skip

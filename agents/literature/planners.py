@@ -1,7 +1,7 @@
 """The planners of the literature allocators (``agents.literature.allocators``): VIP's and Knapsack
 RL's final group sizes, the level fill of Reinforce-Ada and Pilot-Commit, GRESO's skip probability.
 
-Pure functions of arrays (formulas: reference/allocation-literature.md §2), so tests and
+Pure functions of arrays (formulas: each allocator's docstring, docs: allocators), so tests and
 benchmarks call them directly; ``agents.literature.allocators`` re-exports them.
 """
 

@@ -1,4 +1,4 @@
-"""Property tests (hypothesis): whatever the params and actions, the invariants of DESIGN §2–3 hold.
+"""Property tests (hypothesis): whatever the params and actions, the invariants of design §2–3 hold.
 
 Budget spent exactly, caps respected, successes ≤ rollouts, posteriors valid, observations in
 the observation space, every round's allocation summing to the round.

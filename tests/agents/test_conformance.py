@@ -81,7 +81,7 @@ def test_registry_lists_every_documented_allocator():
     assert expected <= set(NAMES)
 
 
-#: The source each built-in allocator's docstring must name (DESIGN §4, CONVENTIONS "Agents").
+#: The source each built-in allocator's docstring must name (docs: design §4).
 SOURCES = {
     "uniform": r"DeepSeekMath GRPO \(Shao et al\., 2024\)",
     "bamdp": r"Duff \(2002\)",

@@ -13,7 +13,8 @@ run), so that E‖z‖² ∝ ‖G‖²_F and inner products are preserved in exp
 (R[y_t] − p_t·R) ⊙ (h_t·C), summed over the completion. No extra forward or backward pass:
 the update's own forward gives the hidden states and logits.
 
-From the projected g_ij of the prompts with at least two gradient rollouts:
+From the projected g_ij of the prompts with at least two gradient rollouts::
+
   σ_w² = mean_i  Σ_j ‖g_ij − ḡ_i‖² / (n_i − 1)          (within-prompt, unbiased)
   σ_b² = Σ_i ‖ḡ_i − ḡ‖² / (k − 1) − mean_i σ_wi² / n_i   (between-prompt, sampling noise of
                                                            the means removed)

@@ -20,7 +20,7 @@ class GRPOTrainingEnv(gym.Env[dict[str, NDArray[np.float32]], NDArray[np.float32
 
     ## Description
 
-    The live counterpart of ``AdaRoll/BetaBernoulliRounds-v0`` (DESIGN §7). One episode is one
+    The live counterpart of ``AdaRoll/BetaBernoulliRounds-v0`` (docs: design §7). One episode is one
     GRPO step of a persistent ``trainers.GRPOTrainer``: ``reset`` calls ``begin_step`` (the next
     batch of prompts, their Beta priors from the trainer's belief store, the pilot), each
     ``step`` is one generation round (``run_round``: generate, verify, update beliefs), and the
@@ -43,7 +43,7 @@ class GRPOTrainingEnv(gym.Env[dict[str, NDArray[np.float32]], NDArray[np.float32
 
     ## Rewards
 
-    The increase of training utility (``utility``, default ``informative``) the round caused; the
+    The increase of training utility (``utility``, default ``snr(8)``) the round caused; the
     first step also carries the pilot's utility, so the return is the step's final utility, as in
     simulation.
 
@@ -64,9 +64,11 @@ class GRPOTrainingEnv(gym.Env[dict[str, NDArray[np.float32]], NDArray[np.float32
     ignored, the agent allocates (a trainer passed in should be built so too).
     ``render_mode="ansi"`` renders the batch as text.
 
-    >>> import gymnasium as gym, adaroll_env                                  # doctest: +SKIP
-    >>> env = gym.make("AdaRoll/GRPOTraining-v0", model="tiny", batch_size=8)  # doctest: +SKIP
-    >>> obs, info = env.reset(seed=0)                                         # doctest: +SKIP
+    >>> import gymnasium as gym, adaroll_env
+    >>> env = gym.make("AdaRoll/GRPOTraining-v0", model="tiny", batch_size=8, task_size=2000)
+    >>> obs, info = env.reset(seed=0)
+    >>> obs["budget_left"]
+    array([64.], dtype=float32)
 
     ## Version History
 

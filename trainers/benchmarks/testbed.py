@@ -47,7 +47,7 @@ TABLE_FILE, RESULTS_FILE = "testbed.md", "testbed.json"
 GROUPS_FILE = "start_groups.json"
 #: the per-step summary of a cell's GRPO run: means over windows of this many steps
 SUMMARY_WINDOW = 50
-#: the model families, in the README's order
+#: the model families, in the docs' order
 ARCHS = ("llama", "qwen3", "gpt_neox", "gpt2")
 
 
@@ -78,7 +78,7 @@ SMALL = {"hidden_size": 128, "num_layers": 2}
 #: terms of one or two digits (3 levels)
 SPELL_BACKWARD = "rg:spell_backward?min_word_len=3&max_word_len=8&num_train=10000"
 CHAIN_SUM = "rg:chain_sum?min_terms=2&max_terms=3&min_digits=1&max_digits=2&num_train=20000"
-#: the measured cells (docs/testbed, the README's Testbed)
+#: the measured cells (docs/testbed, the results page's Testbed)
 DEFAULT_CELLS: tuple[Cell, ...] = (
     *(Cell(f"arith-{arch}", "arithmetic", arch, {**SMALL, "steps": 3000}) for arch in ARCHS),
     # words of 8 letters and </s>: more than GRPO's default 8 new tokens

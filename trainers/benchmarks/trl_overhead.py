@@ -170,7 +170,7 @@ def run_block(cfg: TrlOverheadConfig, variant: str, task: Any) -> list[dict[str,
         if variant == "trl":
             trainer = trl.GRPOTrainer(**kwargs)
         else:
-            # the settings the README's figures were measured with (the defaults then): rounds
+            # the settings the results page's figures were measured with (the defaults then): rounds
             # of B, informative, a fixed prior
             trainer = AllocatingGRPOTrainer(
                 **kwargs,

@@ -81,7 +81,7 @@ class GRPOConfig:
         default="uniform",
         metadata=field_help(
             "allocator: a registered name (uniform, bamdp, thompson, ...), 'sb3:PATH' or "
-            "'sb3:pretrained', or 'package.module:Class' (README, Allocators)"
+            "'sb3:pretrained', or 'package.module:Class' (docs: allocators)"
         ),
     )
     allocator_kwargs: str | None = field(

@@ -25,7 +25,8 @@ from trainers.grpo.rollouts import Rollouts
 
 @dataclass
 class StepReport:
-    """The report of one training step (DESIGN §7): allocation, utilities, optimisation, speed.
+    """The report of one training step (docs: design §7): allocation, utilities, optimisation,
+    speed.
 
     Formerly ``TrainingUtility`` (still importable, deprecated): it reports a step, of which
     the training utilities are one part.

@@ -58,7 +58,7 @@ def test_estimate_states_by_enumeration(B, N, pilot, cap, mode, R):
 
 
 def test_design_state_counts():
-    # DESIGN §4: B=4, N=12 ~7·10³; B=8, N=32 ~10⁸; B=16, N=128 ~10²¹.
+    # docs: design §4: B=4, N=12 ~7·10³; B=8, N=32 ~10⁸; B=16, N=128 ~10²¹.
     assert estimate_states(AllocationParams(num_questions=4, budget=12)) == 7036
     assert 1e8 < estimate_states(AllocationParams(num_questions=8, budget=32)) < 1e9
     assert 1e20 < estimate_states(AllocationParams(num_questions=16, budget=128)) < 1e22

@@ -158,7 +158,7 @@ def test_thread_defaults(tiny_model_dir: Path, tmp_path: Path, capsys: Any) -> N
     assert "torch threads: 2" in capsys.readouterr().out
 
 
-# --- f. the round size is public and the step API works as the README shows ---------------------
+# --- f. the round size is public and the step API works as the docs show (trainer page) -------
 def test_round_size_is_public(tiny_model_dir: Path) -> None:
     uniform = GRPOTrainer(small_cfg(tiny_model_dir))
     assert uniform.round_size == uniform.cfg.rollout_budget == 8  # outcome-blind: one round
