@@ -71,14 +71,14 @@ class Cell:
 
 
 #: the warm-start settings of the measured cells, each chosen on the validation split
-#: (``adaroll warm-start --report-split validation``; docs/testbed/validation): width 128, two
+#: (``adaroll warm-start --report-split validation``; results/testbed/validation): width 128, two
 #: layers, batches of 64, lr 1e-3, every level equally often
 SMALL = {"hidden_size": 128, "num_layers": 2}
 #: the reasoning-gym specs of the measured cells: words of 3-8 letters (6 levels); two or three
 #: terms of one or two digits (3 levels)
 SPELL_BACKWARD = "rg:spell_backward?min_word_len=3&max_word_len=8&num_train=10000"
 CHAIN_SUM = "rg:chain_sum?min_terms=2&max_terms=3&min_digits=1&max_digits=2&num_train=20000"
-#: the measured cells (docs/testbed, the results page's Testbed)
+#: the measured cells (results/testbed, the training results page's Testbed)
 DEFAULT_CELLS: tuple[Cell, ...] = (
     *(Cell(f"arith-{arch}", "arithmetic", arch, {**SMALL, "steps": 3000}) for arch in ARCHS),
     # words of 8 letters and </s>: more than GRPO's default 8 new tokens

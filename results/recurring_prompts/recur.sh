@@ -6,7 +6,7 @@
 set -e
 PY="${PY:-.venv/bin/python}"
 for size in 2000 50000; do
-  $PY -m trainers.cli compete --entrants docs/v3/recur_entrants.yaml --seeds 2 --steps 1000 \
+  $PY -m trainers.cli compete --entrants results/recurring_prompts/recur_entrants.yaml --seeds 2 --steps 1000 \
     --eval-every 500 --eval-size none --eval-k 8 --eval-train 400 --workers 2 --no-progress \
     --task-size $size --out runs/recur/task$size
 done

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The simulator's best two-round schedule (384 + 128 at N = 512) in real training, with the
-# screen's settings (docs/v3/screen.sh); uniform's runs are the screen's (same seeds and
+# screen's settings (results/screen_v3/screen.sh); uniform's runs are the screen's (same seeds and
 # settings; no change since touches a uniform step).
 set -e
 PY="${PY:-.venv/bin/python}"
