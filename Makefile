@@ -99,6 +99,7 @@ $(TRL114_STAMP): pyproject.toml | $(TRL114_PY)
 
 # every test that imports TRL (the C-GRPO entrant's included), run again in the TRL 1.14 environment
 TRL_TESTS := tests/trainers/trl tests/trainers/experiments/test_trl_compete.py \
+	tests/trainers/experiments/test_trl_run.py tests/trainers/experiments/test_compete_trl.py \
 	tests/trainers/benchmarks/test_trl_peer.py tests/trainers/benchmarks/test_trl_overhead.py \
 	tests/trainers/benchmarks/test_trainer.py::test_against_trl_same_run \
 	tests/trainers/models/test_prompts.py::test_the_chat_template_path_matches_trl

@@ -6,7 +6,9 @@ Rooms (``trainers.experiments.``):
 - ``entrants``: the entrants file (a configuration per entrant);
 - ``statistics``: paired differences by seed, AUC, rollouts to a target;
 - ``plots``: the competition's curves;
-- ``trl_compete``: the same competition inside TRL;
+- ``trl_run`` (with ``trl_callback``): one TRL training writing a run directory, what
+  ``adaroll compete --trainer trl`` runs per (entrant, seed);
+- ``trl_compete``: the former TRL competition's options, mapped onto ``--trainer trl``;
 - ``sim_to_real`` (with ``sim_to_real_report``): ``adaroll bench --from-run``, the simulator's
   prediction of a training run's figures against the live ones.
 """

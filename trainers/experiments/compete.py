@@ -12,6 +12,12 @@ rollouts spent, mean over seeds with a 95 % band), ``informative.png`` (informat
 step) and ``calibration.png`` (the pass rates the trainer observed against the ``rlvr`` profile
 of the simulator). Each run directory also gets ``steps.csv``, the step records the tables read.
 
+``--trainer trl`` runs each (entrant, seed) as one TRL training instead
+(``trainers.experiments.trl_run``: ``AllocatingGRPOTrainer`` with the entrant's allocator, plain
+TRL for ``uniform``, trl-cgrpo's C-GRPO for ``cgrpo``) writing the same run directory, so that
+everything below reads it unchanged; the TRL version goes into each run's provenance and one
+competition directory holds one TRL version's runs.
+
 ``--tabulate DIR`` rebuilds a competition from ``DIR/config.json`` and tabulates its runs without
 running any; ``--evidence DEST`` beside it copies the small files every table is made from
 (``EVIDENCE_RUN_FILES`` of each run, the configs and the command: ``copy_evidence``) to ``DEST``
@@ -31,7 +37,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -55,9 +61,11 @@ from trainers.experiments.statistics import (
     paired_row,
     rollouts_to_reach,
 )
+from trainers.experiments.trl_run import TRL_FIELDS, LrSchedule, TrlRunConfig, trl_checkpoints
 from trainers.grpo import GRPOConfig, field_help
 from trainers.grpo.config import check_config_int
 from trainers.run import stopping
+from trainers.trl.cgrpo import CGRPO
 
 __all__ = [
     "CompeteConfig",
@@ -71,6 +79,10 @@ __all__ = [
 
 #: the allocators that compete when neither ``--allocators`` nor ``--entrants`` is given
 DEFAULT_ALLOCATORS = "uniform,bamdp,thompson,sb3:pretrained"
+#: what trains each run: the trainer's own loop (``adaroll grpo``) or TRL
+Trainer = Literal["adaroll", "trl"]
+#: the competition's TRL settings (``--trainer trl`` only; ``TrlRunConfig`` fields)
+TRL_OPTIONS: tuple[str, ...] = ("lr_schedule", "steps_per_generation", "calibration_size")
 
 
 def _competition_defaults() -> GRPOConfig:
@@ -116,6 +128,9 @@ class CompeteConfig:
             "loss_type",
             "dynamic_sampling",
             "scale_rewards",
+            "beta",
+            "num_iterations",
+            "micro_batch_size",
             "max_completion_length",
             "chat_template",
             "system_prompt",
@@ -163,6 +178,44 @@ class CompeteConfig:
         metadata=field_help(
             "the entrant the others are paired against, seed by seed (default: 'uniform' when "
             "it competes, else the first)"
+        ),
+    )
+    trainer: Trainer = field(
+        default="adaroll",
+        metadata=field_help(
+            "what trains each run: 'adaroll' (the trainer's own loop, adaroll grpo) or 'trl' "
+            "(one TRL training per run, the trl extra: AllocatingGRPOTrainer with the entrant's "
+            "allocator, which for 'uniform' is plain trl.GRPOTrainer bit for bit; the entrant "
+            "'cgrpo' is trl-cgrpo's C-GRPO, the cgrpo extra, TRL 1.14 only: .venv-trl114). A "
+            "TRL run writes the same run directory (eval.jsonl against the rollouts it "
+            "generated, C-GRPO's calibrations included; metrics.jsonl per step; TRL checkpoints "
+            "that a rerun resumes), records its TRL version, and pairs with plain TRL of that "
+            "version: one competition directory per TRL version. TRL runs take --lr-schedule, "
+            "--steps-per-generation and --calibration-size, refuse the settings TRL cannot "
+            "honour (dynamic sampling, pools, fixed priors other than Beta(1,1), snr(auto)), and "
+            "measure no gradient noise"
+        ),
+    )
+    lr_schedule: LrSchedule = field(
+        default="constant",
+        metadata=field_help(
+            "--trainer trl: the learning-rate schedule over the run (TRL's lr_scheduler_type; "
+            "the adaroll trainer's lr is constant)"
+        ),
+    )
+    steps_per_generation: int = field(
+        default=1,
+        metadata=field_help(
+            "--trainer trl: optimizer steps each generation batch feeds (k·B prompts generated "
+            "every k steps; TRL's steps_per_generation is k × the gradient accumulation steps)"
+        ),
+    )
+    calibration_size: int = field(
+        default=200,
+        metadata=field_help(
+            "--trainer trl: training prompts held out from training for every entrant, on which "
+            "'cgrpo' calibrates (never evaluated on: evaluations read the test or validation "
+            "split); held out whether or not cgrpo competes, so it can join later"
         ),
     )
     seeds: int = field(
@@ -272,11 +325,49 @@ class CompeteConfig:
         if self.baseline is not None and self.baseline not in self.names():
             raise unknown_name("baseline entrant", self.baseline, self.names(),
                                "The baseline is one of the entrants.")  # fmt: skip
+        self._check_trainer()
         for e in self.resolved_entrants:  # the trainer's own checks (names, files, keywords)
             try:
                 self.run_config(e.name, 0)
             except ValueError as exc:
                 raise ValueError(f"entrant {e.name!r}: {exc}") from None
+
+    def _check_trainer(self) -> None:
+        """``trainer`` and its settings: the TRL ones only with ``trl``, TRL importable, and
+        ``cgrpo`` only in TRL with its extra (``require_cgrpo`` names it)."""
+        if self.trainer not in ("adaroll", "trl"):
+            raise ValueError(f"trainer must be 'adaroll' or 'trl', got {self.trainer!r}")
+        cgrpo = [e.name for e in self.resolved_entrants if e.allocator == CGRPO]
+        if self.trainer == "adaroll":
+            defaults = type(self).__dataclass_fields__
+            set_here = [
+                f"--{k.replace('_', '-')} {getattr(self, k)!r}"
+                for k in TRL_OPTIONS
+                if getattr(self, k) != defaults[k].default
+            ]
+            if set_here:
+                raise ValueError(
+                    f"{', '.join(set_here)}: TRL settings, which the adaroll trainer does not "
+                    "have: add --trainer trl, or drop them"
+                )
+            if cgrpo:
+                raise ValueError(
+                    f"entrant {cgrpo[0]!r} is C-GRPO, which trains with trl-cgrpo's trainer: run "
+                    "the competition with --trainer trl (C-GRPO needs the cgrpo extra, TRL 1.14: "
+                    ".venv-trl114)"
+                )
+            return
+        import importlib.util
+
+        if importlib.util.find_spec("trl") is None:
+            raise ImportError(
+                '--trainer trl needs TRL: pip install -e ".[trl]" (it pins the supported '
+                "releases), or run in .venv-trl114"
+            )
+        if cgrpo:
+            from trainers.trl.cgrpo import require_cgrpo
+
+            require_cgrpo()  # the extra and the TRL line it needs, named
 
     def _read_recorded(self, directory: Path) -> None:
         """``--tabulate DIR``: every setting of the competition from ``DIR/config.json`` (the
@@ -291,6 +382,8 @@ class CompeteConfig:
             "allocator_kwargs": data.get("allocator_kwargs"),
             "seeds": data.get("seeds"),
             "first_seed": data.get("first_seed", 0),  # competitions before --first-seed: 0
+            "trainer": data.get("trainer", "adaroll"),  # competitions before --trainer
+            **{k: data.get(k, type(self).__dataclass_fields__[k].default) for k in TRL_OPTIONS},
             "out": str(directory),
         }
         defaults = {f.name: f.default for f in dataclasses.fields(self) if f.name in recorded}
@@ -376,36 +469,48 @@ class CompeteConfig:
     def run_config(self, name: str, seed: int) -> GRPOConfig:
         """The ``GRPOConfig`` of one run: ``grpo`` with entrant ``name``'s settings, allocator
         and keyword arguments, this seed and directory; one torch thread per run when several
-        run at once (unless ``grpo.threads`` is set)."""
+        run at once (unless ``grpo.threads`` is set). With ``trainer`` ``trl`` it is a
+        ``TrlRunConfig``: the same, with the competition's TRL settings (an entrant's own
+        replace them) and no gradient-noise measurement (TRL has none)."""
         e = self.entrant(name)
         threads = self.grpo.threads
         if threads is None and self.workers > 1:
             threads = 1
         # an entrant's own round setting replaces the shared ones (they exclude each other)
         rounds = {k: None for k in ROUND_SETTINGS} if set(ROUND_SETTINGS) & set(e.settings) else {}
-        return dataclasses.replace(
-            self.grpo,
-            **{**rounds, **e.settings},
-            allocator=e.allocator,
-            allocator_kwargs=json.dumps(e.allocator_kwargs) if e.allocator_kwargs else None,
-            seed=seed,
-            out=str(self.run_dir(name, seed)),
-            resume=True,
-            progress=False,
-            threads=threads,
-            device="cpu",
-        )
+        own: dict[str, Any] = {
+            "allocator": e.allocator,
+            "allocator_kwargs": json.dumps(e.allocator_kwargs) if e.allocator_kwargs else None,
+            "seed": seed,
+            "out": str(self.run_dir(name, seed)),
+            "resume": True,
+            "progress": False,
+            "threads": threads,
+            "device": "cpu",
+        }
+        if self.trainer == "trl":
+            shared = {**asdict(self.grpo), "gradient_noise_every": 0,
+                      **{k: getattr(self, k) for k in TRL_OPTIONS}}  # fmt: skip
+            return TrlRunConfig(**{**shared, **rounds, **e.settings, **own})
+        trl_only = sorted(set(e.settings) & set(TRL_FIELDS))
+        if trl_only:
+            raise ValueError(
+                f"{', '.join(trl_only)}: TRL settings, which the adaroll trainer does not have: "
+                "run the competition with --trainer trl, or drop them from the entrant"
+            )
+        return dataclasses.replace(self.grpo, **{**rounds, **e.settings}, **own)
 
 
 def _run_one(cfg: GRPOConfig) -> str:
     """One run (in a worker or in-process): ``"done"``, ``"stopped"`` (saved after a signal),
     or ``"skipped"`` (a stop was asked before it began)."""
+    from trainers.experiments.trl_run import main as trl_main
     from trainers.run.grpo_command import main
 
     if stopping.requested() is not None:
         return "skipped"
     try:
-        main(cfg)
+        trl_main(cfg) if isinstance(cfg, TrlRunConfig) else main(cfg)
     except stopping.RunInterrupted:
         return "stopped"
     return "done"
@@ -502,6 +607,7 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     out = Path(cfg.out)
     jobs = [cfg.run_config(name, s) for s in cfg.seed_list() for name in cfg.names()]
     _check_recorded(jobs)
+    _check_trainer_version(cfg)
     resolve_model_dir(cfg.grpo.model)  # builds the tiny warm start once, before workers start
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
@@ -544,6 +650,32 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     return summary
 
 
+def _check_trainer_version(cfg: CompeteConfig) -> None:
+    """With ``--trainer trl``: refuse a competition directory whose runs were trained by
+    another TRL version than this environment's (their entrants pair with plain TRL of their own
+    version: one directory per TRL version)."""
+    if cfg.trainer != "trl":
+        return
+    from trainers.experiments.trl_run import trainer_label
+    from trainers.run.provenance import read_provenance
+
+    here = trainer_label()
+    other: dict[str, list[str]] = {}
+    for name in cfg.names():
+        for s in cfg.seed_list():
+            for start in read_provenance(cfg.run_dir(name, s)) or []:
+                label = start.get("trainer") or "adaroll"
+                if label != here:
+                    other.setdefault(label, []).append(f"{name} seed {s}")
+    if other:
+        found = "; ".join(f"{k}: {', '.join(sorted(set(v)))}" for k, v in other.items())
+        raise ValueError(
+            f"{cfg.out} holds runs of another trainer ({found}) and this environment trains with "
+            f"{here}: each TRL version's entrants pair with plain TRL of the same version, so give "
+            f"this version its own competition directory (--out {cfg.out}-{here.replace(' ', '')})"
+        )
+
+
 def _console() -> Any:
     """A rich console on the (guarded) standard output, 120 columns wide unless a terminal."""
     import sys
@@ -564,7 +696,7 @@ def _last_step(job: GRPOConfig) -> int:
 def _last_checkpoint(job: GRPOConfig) -> str:
     from trainers.run.checkpoints import checkpoint_dirs
 
-    found = checkpoint_dirs(job.out)
+    found = trl_checkpoints(job.out) if isinstance(job, TrlRunConfig) else checkpoint_dirs(job.out)
     return f"its checkpoint of step {int(found[-1].name.split('-')[-1])}" if found else "step 0"
 
 
@@ -823,7 +955,8 @@ def provenance(cfg: CompeteConfig, labels: list[tuple[str, int]] | None = None) 
     ``trainers.models.loading.weights_sha256``), the date, the command line (the ``adaroll``
     command that ran, or ``(called from Python)``), and what the runs (``labels``: entrant and
     seed; default every run with a summary) recorded (``runs``: their commits, tasks and
-    warm-start hashes, checked to agree by ``trainers.run.provenance.compare`` unless
+    warm-start hashes, checked to agree by ``trainers.run.provenance.compare``, and their
+    trainers, ``"adaroll"`` or ``"trl <version>"``, by ``_compare_trainers``, unless
     ``allow_mixed``)."""
     from trainers.cli import invoked_command
     from trainers.run.provenance import compare, read_provenance
@@ -837,6 +970,7 @@ def provenance(cfg: CompeteConfig, labels: list[tuple[str, int]] | None = None) 
         ]
     recorded = {f"{name} seed {s}": read_provenance(cfg.run_dir(name, s)) for name, s in labels}
     runs = compare(recorded, allow_mixed=cfg.allow_mixed)
+    runs["trainer"] = _compare_trainers(recorded, allow_mixed=cfg.allow_mixed)
     return {
         "model": cfg.grpo.model,
         "weights_sha256": _weights_hash(cfg, runs),
@@ -844,6 +978,30 @@ def provenance(cfg: CompeteConfig, labels: list[tuple[str, int]] | None = None) 
         "command": invoked_command() or "(called from Python)",
         "runs": runs,
     }
+
+
+def _compare_trainers(
+    recorded: dict[str, list[dict[str, Any]] | None], *, allow_mixed: bool
+) -> list[str]:
+    """The trainers the runs recorded (``"adaroll"`` where a start names none, ``"trl 1.16.0"``
+    for a TRL run); refuses more than one unless ``allow_mixed``, naming the runs of each."""
+    holders: dict[str, list[str]] = {}
+    for label, starts in recorded.items():
+        for start in starts or []:
+            names = holders.setdefault(str(start.get("trainer") or "adaroll"), [])
+            if label not in names:
+                names.append(label)
+    if len(holders) > 1 and not allow_mixed:
+        listed = "; ".join(
+            f"{t!r}: {', '.join(v[:4])}{' …' if len(v) > 4 else ''}" for t, v in holders.items()
+        )
+        raise ValueError(
+            f"these runs were trained by different trainers ({listed}), so their table would "
+            "compare more than the entrants: each TRL version's entrants pair with plain TRL of "
+            "the same version (one competition directory per TRL version); rerun the odd ones "
+            "out, or pass --allow-mixed to tabulate them anyway"
+        )
+    return list(holders)
 
 
 def _weights_hash(cfg: CompeteConfig, runs: dict[str, Any]) -> str | None:

@@ -2,11 +2,12 @@
 
 An entrant is a name (its run directory ``runs/<name>/seed<k>/`` and its table row), an allocator
 spec, the allocator's keyword arguments and overrides of a few ``GRPOConfig`` fields
-(``ENTRANT_SETTINGS``: the ones that shape allocation and beliefs, plus the learning rate, the
-loss normalisation and DAPO's dynamic sampling, so that each entrant can run at its own best
-learning rate and the step size can be controlled; never the model, the task or the budget,
-which every entrant shares). ``load_entrants(path)`` reads a YAML
-(``.yaml``/``.yml``) or JSON file holding a list of them::
+(``ENTRANT_SETTINGS``: the ones that shape allocation and beliefs, plus the optimisation recipe:
+learning rate, loss normalisation, DAPO's dynamic sampling, advantage scaling, KL coefficient,
+updates per generation and, with ``--trainer trl``, the learning-rate schedule and the steps per
+generation batch, so that each entrant can run at its own best recipe and the step size can be
+controlled; never the model, the task or the budget, which every entrant shares).
+``load_entrants(path)`` reads a YAML (``.yaml``/``.yml``) or JSON file holding a list of them::
 
     - name: uniform
       allocator: uniform
@@ -49,11 +50,16 @@ ENTRANT_SETTINGS: tuple[str, ...] = (
     "lr",
     "loss_type",
     "dynamic_sampling",
+    "scale_rewards",
+    "beta",
+    "num_iterations",
+    "lr_schedule",
+    "steps_per_generation",
 )
 #: every key an entrant of a file may hold
 ENTRANT_KEYS: tuple[str, ...] = ("name", "allocator", "allocator_kwargs", *ENTRANT_SETTINGS)
 #: the ``GRPOConfig`` fields of ``ENTRANT_SETTINGS`` that hold floats (an integer is widened)
-_FLOAT_SETTINGS = frozenset({"belief_decay", "prior_alpha", "prior_beta", "lr"})
+_FLOAT_SETTINGS = frozenset({"belief_decay", "prior_alpha", "prior_beta", "lr", "beta"})
 #: the settings that size a step's rounds: an entrant's own one replaces the shared ones
 ROUND_SETTINGS: tuple[str, ...] = ("rounds", "round_size", "round_schedule")
 

@@ -6,7 +6,8 @@ which reads the step records from ``metrics.jsonl`` or, where only the small com
 are kept, from ``steps.csv``: ``write_steps_csv``). Per entrant, over its seeds:
 
 - accuracy (``accuracy_row``): start and final held-out pass@1 and pass@k, the rollouts from
-  which the curve reaches the baseline's mean final pass@1 (``rollouts_to_reach``), minutes;
+  which the curve reaches the baseline's mean final pass@1 (``rollouts_to_reach``), minutes,
+  rollouts generated per step (C-GRPO's vary, its calibrations included);
 - paired against the baseline by seed (``paired``; same seed, same data order and sampling): the
   difference in final pass@1, final pass@k and ``curve_auc`` (mean pass@1 over the run), each a
   mean with a 95 % t-interval over the seeds and a sign count (wins/ties/losses); the rollouts
@@ -262,7 +263,20 @@ def accuracy_row(
         "rollout_saving": None,  # against the baseline's rollouts_to_target: set by the caller
         "minutes": float(np.mean([r["summary"]["minutes"] for r in runs])),
         "rollouts": int(np.mean([r["summary"]["rollouts_total"] for r in runs])),
+        "rollouts_per_step": _rollouts_per_step(runs),
     }
+
+
+def _rollouts_per_step(runs: list[dict[str, Any]]) -> float:
+    """Rollouts generated per step over the run (its last evaluation's ``rollouts_total`` over
+    its step; calibrations included), the mean over seeds; NaN when no run evaluated after a
+    step."""
+    rates = [
+        float(r["eval"][-1]["rollouts_total"]) / int(r["eval"][-1]["step"])
+        for r in runs
+        if r["eval"] and int(r["eval"][-1].get("step", 0)) > 0
+    ]
+    return float(np.mean(rates)) if rates else math.nan
 
 
 def mechanism(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -455,6 +469,9 @@ def provenance_line(prov: dict[str, Any]) -> str:
     commits = ", ".join(f"`{str(c)[:12]}`" for c in runs["commit"]) or "none recorded"
     tasks = ", ".join(f"`{t}`" for t in runs["task"]) or "none recorded"
     line += f". Runs: code {commits}; task {tasks}"
+    trainers = runs.get("trainer") or []
+    if trainers and trainers != ["adaroll"]:
+        line += f"; trainer {', '.join(f'`{t}`' for t in trainers)}"
     if len(runs["weights_sha256"]) > 1:
         line += f"; {len(runs['weights_sha256'])} different warm starts (--allow-mixed)"
     if runs["dirty"]:
@@ -546,11 +563,14 @@ def markdown(
         "seed reached the target (else k/n reached, and no ratio) and there are two or more.",
         "",
         "**Mechanism**, per step (means over seeds and steps; gradient and update norms over the "
-        "steps that measured them; allocation overhead: median).",
+        "steps that measured them; allocation overhead: median; rollouts generated: every "
+        "completion sampled, C-GRPO's conformal fits included, per step over the run, from the "
+        "last evaluation's rollouts and step).",
         "",
         "| entrant | gradient rollouts | distinct informative prompts | informative "
-        "fraction | rounds | gradient norm | update norm | seconds | allocation overhead |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "fraction | rounds | gradient norm | update norm | seconds | allocation overhead | "
+        "rollouts generated |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
@@ -559,7 +579,8 @@ def markdown(
             f"{_fmt(r['informative_frac'], '.3f')} | {_fmt(r['rounds_per_step'], '.1f')} | "
             f"{_fmt(r['grad_norm_per_step'], '.3g')} | {_fmt(r['update_norm_per_step'], '.3g')} | "
             f"{_fmt(r['seconds_per_step'], '.2f')} | "
-            f"{_fmt(100 * r['alloc_overhead'], '.1f', ' %')} |"
+            f"{_fmt(100 * r['alloc_overhead'], '.1f', ' %')} | "
+            f"{_fmt(r.get('rollouts_per_step'), ',.1f')} |"
         )
     if notes:
         lines += ["", *notes]

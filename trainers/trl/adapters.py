@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 
 from adaroll_env.errors import check_int
-from trainers.tasks import Task
+from trainers.tasks import Example, Task
 
 __all__ = [
     "AllocationRecord",
@@ -100,20 +101,37 @@ def _uniform(values: list[Any]) -> list[Any]:
     return [str(v) for v in values]
 
 
-def task_dataset(task: Task, split: str = "train") -> Any:
+def task_dataset(
+    task: Task,
+    split: str = "train",
+    *,
+    examples: Sequence[Example] | None = None,
+    prompt: Callable[[str], Any] | None = None,
+) -> Any:
     """A TRL dataset (``datasets.Dataset``) of an adaroll task's split (``"train"``,
     ``"validation"`` or ``"test"``): ``prompt``, ``answer``, ``level`` and ``example_id``
     columns, one row per example, in the task's order, then every column of the examples'
     ``columns`` (a jsonl row's fields, a reasoning-gym item's metadata) that all of the split's
     examples have, so that reward functions receive them as keyword arguments (a split with no
-    examples, such as most tasks' validation, gives an empty dataset)."""
+    examples, such as most tasks' validation, gives an empty dataset).
+
+    ``examples`` replaces the split's rows by the caller's (a part of the split, e.g. the
+    training prompts less some held out; :func:`task_reward` scores them when they are the
+    task's own); ``prompt`` maps a prompt's text to the ``prompt`` cell (default: the text; a
+    conversation such as ``trainers.models.prompts.prompt_messages(text)`` makes TRL apply the
+    tokenizer's chat template)."""
     from datasets import Dataset
 
     if split not in _SPLITS:
         raise ValueError(f"split must be one of {', '.join(_SPLITS)}, got {split!r}")
-    rows = {"train": task.train, "validation": task.validation, "test": task.test}[split]
+    rows = (
+        list(examples)
+        if examples is not None
+        else {"train": task.train, "validation": task.validation, "test": task.test}[split]
+    )
+    to_prompt = prompt if prompt is not None else (lambda text: text)
     data: dict[str, list[Any]] = {
-        "prompt": [e.prompt for e in rows],
+        "prompt": [to_prompt(e.prompt) for e in rows],
         "answer": [e.answer for e in rows],
         "level": [e.level for e in rows],
         "example_id": [e.id for e in rows],

@@ -204,7 +204,10 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
     - ``success_threshold``: a completion whose reward reaches it counts as a success.
 
     ``allocations`` keeps an :class:`AllocationRecord` per generation batch (the last
-    ``RECORDS_KEPT``); ``belief_store`` is the :class:`~trainers.allocation.beliefs.BeliefStore`.
+    ``RECORDS_KEPT``); ``batches_generated`` and ``rollouts_generated`` count every training
+    generation batch and every completion generated for one since this trainer was built (not
+    restored from checkpoints); ``belief_store`` is the
+    :class:`~trainers.allocation.beliefs.BeliefStore`.
     """
 
     def __init__(
@@ -242,6 +245,8 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         self.belief_store = BeliefStore(decay=belief_decay, base=belief_prior)  # type: ignore[arg-type]
         self.success_threshold = float(success_threshold)
         self.allocations: deque[AllocationRecord] = deque(maxlen=RECORDS_KEPT)
+        self.batches_generated = 0
+        self.rollouts_generated = 0
         super().__init__(*args, **kwargs)
         self._check_trl_settings(pilot, round_size)
         self.allocator_spec = allocator
@@ -514,6 +519,8 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         metrics["allocation/rounds"].append(float(record.rounds))
         metrics["allocation/seconds"].append(record.alloc_seconds)
         self.allocations.append(record)
+        self.batches_generated += 1
+        self.rollouts_generated += int(counts_total.sum())
 
     def _ragged_advantages(self, rewards_per_func: torch.Tensor, group_ids: Any) -> torch.Tensor:
         """TRL's advantages with its ``scale_rewards`` and ``multi_objective_aggregation``, over

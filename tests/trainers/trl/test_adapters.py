@@ -97,6 +97,18 @@ def test_task_dataset_and_reward_score_with_the_task() -> None:
     assert scores == [1.0, 0.0, 1.0, 0.0]
 
 
+def test_task_dataset_of_chosen_examples_with_conversation_prompts() -> None:
+    from trainers.models.prompts import prompt_messages
+
+    task = make_task("arithmetic", seed=0, num_train=8, num_test=8)
+    held_out = task.train[6:]  # e.g. prompts held out from training for a calibration
+    ds = task_dataset(task, examples=held_out, prompt=prompt_messages)
+    assert ds["example_id"] == [e.id for e in held_out]
+    assert ds["prompt"][0] == [{"role": "user", "content": held_out[0].prompt}]
+    scores = task_reward(task)([None], [held_out[0].answer], [[1]], example_id=[held_out[0].id])
+    assert scores == [1.0]  # the task's own examples are scored wherever they come from
+
+
 def test_task_dataset_carries_every_split_and_the_metadata_columns() -> None:
     pytest.importorskip("reasoning_gym")
     task = make_task("rg:chain_sum?min_terms=2&max_terms=3", num_train=12, num_validation=6,

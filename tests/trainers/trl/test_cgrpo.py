@@ -1,28 +1,29 @@
-"""C-GRPO as a peer (trainers.trl.cgrpo): its rollouts counted from its own logs, checked against
-the completions the model really generated in a short competition run (needs the cgrpo extra,
-TRL 1.14: ``make test-trl114``)."""
+"""C-GRPO as a peer (trainers.trl.cgrpo): the missing extra named, its answer extractor per task,
+its meter on a stand-in trainer (counts worked out by hand) and its conformal state through JSON.
+A real C-GRPO run, its rollouts checked against what the model generated and its resume, is in
+tests/trainers/experiments/test_trl_run.py (the cgrpo extra, TRL 1.14: ``make test-trl114``)."""
 
 from __future__ import annotations
 
+import json
+import math
+import random
 import sys
-from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import torch
 
-from trainers.trl.cgrpo import CGRPO_TRL, arithmetic_answer, cgrpo_rollouts, require_cgrpo
-
-
-def test_rollouts_come_from_one_log_per_step() -> None:
-    logs = [
-        {"cgrpo/mean_k": 5.0, "cgrpo/calibration_rollouts": 128.0, "loss": 0.1},
-        {"train_runtime": 1.0},  # the closing log has no generation
-        {"cgrpo/mean_k": 2.5},
-    ]
-    assert cgrpo_rollouts(logs, prompts_per_step=4, steps=2) == ([20, 10], [128, 0])
-    with pytest.raises(RuntimeError, match=r"logged cgrpo/mean_k 2 times in 3 steps"):
-        cgrpo_rollouts(logs, prompts_per_step=4, steps=3)
-    assert arithmetic_answer(" 42\n") == "42"
+from trainers.trl.cgrpo import (
+    CGRPO_TRL,
+    CGRPOMeter,
+    answer_extractor,
+    arithmetic_answer,
+    cgrpo_state,
+    load_cgrpo_state,
+    require_cgrpo,
+)
 
 
 def test_a_missing_trl_cgrpo_names_the_extra_and_the_trl_line(
@@ -36,65 +37,71 @@ def test_a_missing_trl_cgrpo_names_the_extra_and_the_trl_line(
     assert "TRL 1.14 line" in message and ".venv-trl114" in message
 
 
-def test_competition_run_reports_the_rollouts_cgrpo_generated(
-    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    trl_cgrpo = pytest.importorskip(
-        "trl_cgrpo", reason="needs the cgrpo extra (TRL 1.14): make test-trl114"
-    )
-    import trainers.models.loading as loading
-    from trainers.experiments.trl_compete import TrlCompeteConfig, run_one
+def test_the_answer_is_what_the_tasks_verifier_compares() -> None:
+    assert arithmetic_answer(" 42\n") == "42"
+    assert answer_extractor("arithmetic") is arithmetic_answer
+    assert answer_extractor("rg:chain_sum?num_train=10")(" 7 ") == "7"  # score_answer(strip)
+    assert answer_extractor("sample")("so the answer is\n#### 12") == "12"
 
-    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
-    # every completion the model generates inside C-GRPO's train(), apart (calibrate) or not
-    phase = {"now": None}
-    generated = {"train": 0, "calibrate": 0}
 
-    def load_counting(name: str, **kw: Any) -> Any:
-        model, tokenizer = real_load(name, **kw)
-        inner = model.generate
+class _CGRPO:
+    """The calls of a ``CGRPOTrainer`` that the meter wraps, scripted: groups of width 4, two
+    prompts a batch."""
 
-        def generate(*args: Any, **kwargs: Any) -> Any:
-            out = inner(*args, **kwargs)
-            if phase["now"] is not None:
-                generated[phase["now"]] += int(out.shape[0])
-            return out
+    num_generations = 4
 
-        model.generate = generate
-        return model, tokenizer
+    def __init__(self) -> None:
+        self.model = torch.nn.Linear(1, 1)
+        self.model.train()
+        self.reward_weights = torch.ones(1)
+        self._metrics: dict[str, Any] = {"train": {"cgrpo/calibration_rollouts": []}}
 
-    def during(name: str, method: Any) -> Any:
-        def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
-            before, phase["now"] = phase["now"], name
-            try:
-                return method(self, *args, **kwargs)
-            finally:
-                phase["now"] = before
+    def _sample(self, prompt_ids: list[Any], need: int) -> Any:
+        return [[1]] * len(prompt_ids), None
 
-        return wrapped
+    def calibrate(self) -> None:
+        self._metrics["train"]["cgrpo/calibration_rollouts"].append(3 * 4)  # 3 prompts x 4
 
-    real_load = loading.load_policy
-    monkeypatch.setattr(loading, "load_policy", load_counting)
-    trainer_cls = trl_cgrpo.CGRPOTrainer
-    monkeypatch.setattr(trainer_cls, "train", during("train", trainer_cls.train))
-    monkeypatch.setattr(trainer_cls, "calibrate", during("calibrate", trainer_cls.calibrate))
+    def _calculate_rewards(self, rewards: list[list[float]]) -> torch.Tensor:
+        return torch.tensor(rewards)
 
-    cfg = TrlCompeteConfig(allocators="cgrpo", steps=3, seeds=1, batch_size=2, group_size=2,
-                           eval_size=8, eval_k=2, calibration_size=4, task_size=64)  # fmt: skip
-    run = run_one(cfg, "cgrpo", 0)
-    by_step = run["rollouts_by_step"]
-    assert len(by_step) == 3
-    # what it reports is what the model generated: training, and one calibration (4 prompts ×
-    # max(budget_grid) = 32, before the first step; the next is due at step 50)
-    assert run["calibration_rollouts"] == generated["calibrate"] == 4 * 32
-    assert sum(by_step) == generated["train"] + generated["calibrate"]
-    assert run["train_rollouts_per_step"] == pytest.approx(generated["train"] / 3)
-    assert run["rollouts_per_step"] == pytest.approx(sum(by_step) / 3)
-    # 2 prompts a step, each drawing 2 to 32 completions along the grid (2, 4, 8, 16, 32)
-    train = [by_step[0] - 128, *by_step[1:]]
-    assert all(2 * 2 <= t <= 2 * 32 for t in train)
-    assert 0.0 <= run["informative_frac"] <= 1.0
-    assert 0 <= run["gradient_rollouts"] <= max(train)
-    assert run["alloc_overhead"] is None
-    for key in ("pass@1_before", "pass@1_after"):  # 8 prompts × 2 samples
-        assert run[key] * 16 == pytest.approx(round(run[key] * 16))
+    def _generate_and_score_completions(self, batch: Any) -> dict[str, Any]:
+        for rows in batch["stages"]:
+            self._sample(rows, 1)
+        self._calculate_rewards(batch["rewards"])
+        return {"advantages": torch.tensor(batch["advantages"])}
+
+
+def test_the_meter_counts_what_cgrpo_draws() -> None:
+    trainer = _CGRPO()
+    meter = CGRPOMeter()
+    meter.attach(trainer)
+    trainer.calibrate()
+    nan = math.nan
+    # prompt 0 stops after 2 draws (1 right, 1 wrong: informative), prompt 1 draws all 4, all
+    # wrong; padded rows score NaN: 2 stages of 4 rows then 2 rows = 6 completions drawn
+    batch = {"stages": [[0, 0, 1, 1], [1, 1]],
+             "rewards": [[1.0], [0.0], [nan], [nan], [0.0], [0.0], [0.0], [0.0]],
+             "advantages": [0.7, -0.7, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]}  # fmt: skip
+    trainer._generate_and_score_completions(batch)
+    assert (meter.train_rollouts, meter.calibration_rollouts) == (6, 12)
+    assert meter.prompts == [2] and meter.informative_prompts == [1] and meter.informative == [0.5]
+    assert meter.rounds == [2] and meter.gradient_rollouts == [2.0] and len(meter.seconds) == 1
+    trainer.model.eval()  # an evaluation batch records no figures (its draws are not sampled
+    trainer._calculate_rewards(batch["rewards"])  # through C-GRPO's stages)
+    assert meter.prompts == [2]
+
+
+def test_the_conformal_state_goes_through_json_and_back() -> None:
+    trainer = SimpleNamespace(qhats={2: 0.5, 32: 1.0}, delta=0.3, _last_calibration_step=50,
+                              _rng=random.Random(7))  # fmt: skip
+    trainer._rng.random()
+    state = json.loads(json.dumps(cgrpo_state(trainer)))
+    expected = trainer._rng.random()
+    fresh = SimpleNamespace(qhats=None, delta=None, _last_calibration_step=None,
+                            _rng=random.Random(0))  # fmt: skip
+    load_cgrpo_state(fresh, state)
+    assert fresh.qhats == {2: 0.5, 32: 1.0} and fresh.delta == 0.3
+    assert fresh._last_calibration_step == 50 and fresh._rng.random() == expected
+    load_cgrpo_state(fresh, {**state, "qhats": None})  # before the first calibration
+    assert fresh.qhats is None

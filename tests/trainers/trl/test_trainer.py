@@ -213,6 +213,7 @@ def test_uniform_reproduces_plain_trl_exactly(
     for p, q in zip(final, ours.model.parameters(), strict=True):
         assert torch.equal(p, q)
     assert all(r.counts == [4, 4, 4, 4] and r.rounds == 1 for r in ours.allocations)
+    assert (ours.batches_generated, ours.rollouts_generated) == (3, 3 * 16)  # what TRL generated
 
 
 # --- bamdp -------------------------------------------------------------------------------------
