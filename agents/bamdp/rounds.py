@@ -625,19 +625,10 @@ def decide_round(
     (exact where B·R·M is small enough, else by a price with an integer repair). A question
     takes at most the round, its capacity and what keeps it within the tables' horizon (past it
     the values are only optimistic), unless the round cannot be spent so."""
-    Q = s.size
     H = plan.tables[0].shape[1] - 1
-    top = np.minimum(capacity, R)
-    inside = np.minimum(top, np.maximum(H - (s + f), 0))
-    if int(inside.sum()) >= R:
-        top = inside
+    top = _room(capacity, R, H, s, f)
     M = int(top.max())
-    # questions in the same state (spec, s, f, room) have the same values: one row per state
-    key = np.stack([spec_of, s, f, top]).astype(np.int64)
-    width = int(key.max(initial=0)) + 1
-    code = ((key[0] * width + key[1]) * width + key[2]) * width + key[3]
-    first, rows = np.unique(code, return_index=True, return_inverse=True)[1:]
-    rows = rows.reshape(-1).astype(np.int64)
+    first, rows = _state_rows(spec_of, s, f, top)  # one row per (spec, s, f, room)
     values = np.full((first.size, M + 1), -np.inf)
     u_spec = spec_of[first]
     for g, spec in enumerate(plan.specs):
@@ -648,7 +639,36 @@ def decide_round(
         W = plan.tables[g][t + 1]
         q = first[sel]
         values[sel] = round_values(W, P, float(plan.ub[t]), s[q], f[q], top[q], M)
-    if Q * (R + 1) * (M + 1) > EXACT_SPLIT_CELLS:
+    return _split(values, rows, R)
+
+
+def _room(
+    capacity: NDArray[np.int64], R: int, H: int, s: NDArray[np.int64], f: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """What each question may take this round: at most the round and its capacity, and what
+    keeps it within the tables' horizon ``H`` (past it values are only optimistic) unless the
+    round cannot be spent so."""
+    top = np.minimum(capacity, R)
+    inside = np.minimum(top, np.maximum(H - (s + f), 0))
+    return inside if int(inside.sum()) >= R else top
+
+
+def _state_rows(
+    group: NDArray[np.int64], s: NDArray[np.int64], f: NDArray[np.int64], top: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Questions in the same state (group, s, f, room) have the same values: the first question
+    of each state and each question's state row."""
+    key = np.stack([group, s, f, top]).astype(np.int64)
+    width = int(key.max(initial=0)) + 1
+    code = ((key[0] * width + key[1]) * width + key[2]) * width + key[3]
+    first, rows = np.unique(code, return_index=True, return_inverse=True)[1:]
+    return first, rows.reshape(-1).astype(np.int64)
+
+
+def _split(values: NDArray[np.float64], rows: NDArray[np.int64], R: int) -> NDArray[np.int64]:
+    """Σ = R over the questions' rows of ``values``: exact where B·R·M is small enough, else by
+    a price with an integer repair (exact again if the repair misses)."""
+    if rows.size * (R + 1) * values.shape[1] > EXACT_SPLIT_CELLS:
         counts = split_round_price(values, R, rows)
         if int(counts.sum()) == R:
             return counts
@@ -693,21 +713,13 @@ def decide_last_round(
     U, u_bar = _utility_table(utility, int(cap), H)
     s = np.asarray(s, dtype=np.int64)
     f = np.asarray(f, dtype=np.int64)
-    top = np.minimum(np.asarray(capacity, dtype=np.int64), R)
-    inside = np.minimum(top, np.maximum(H - (s + f), 0))
-    if int(inside.sum()) >= R:
-        top = inside
+    top = _room(np.asarray(capacity, dtype=np.int64), R, H, s, f)
     M = int(top.max(initial=0))
-    # questions in the same state (prior, s, f, room) share a row of values
     a = np.asarray(alpha, dtype=np.float64)
     b = np.asarray(beta, dtype=np.float64)
     priors, prior_of = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
     prior_of = prior_of.reshape(-1)
-    key = np.stack([prior_of, s, f, top]).astype(np.int64)
-    width = int(key.max(initial=0)) + 1
-    code = ((key[0] * width + key[1]) * width + key[2]) * width + key[3]
-    first, rows = np.unique(code, return_index=True, return_inverse=True)[1:]
-    rows = rows.reshape(-1).astype(np.int64)
+    first, rows = _state_rows(prior_of, s, f, top)  # one row per (prior, s, f, room)
     values = np.full((first.size, M + 1), -np.inf)
     n_grid = np.arange(H + 1, dtype=np.float64)[:, None]
     s_grid = np.arange(H + 1, dtype=np.float64)[None, :]
@@ -718,11 +730,7 @@ def decide_last_round(
         P = np.where(s_grid <= n_grid, (pa + s_grid) / (pa + pb + n_grid), 0.0)  # [H+1, H+1]
         q = first[sel]
         values[sel] = round_values(U, P, u_bar, s[q], f[q], top[q], M)
-    if s.size * (R + 1) * (M + 1) > EXACT_SPLIT_CELLS:
-        counts = split_round_price(values, R, rows)
-        if int(counts.sum()) == R:
-            return counts
-    return split_round_exact(values[rows], R)
+    return _split(values, rows, R)
 
 
 # --- compiled where numba is installed --------------------------------------------------------
