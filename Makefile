@@ -18,13 +18,15 @@ TRL114_PY := $(TRL114_VENV)/bin/python
 TRL114_STAMP := $(TRL114_VENV)/.adaroll-installed
 TRL114_SPEC := trl>=1.14.2,<1.15
 
-.PHONY: demo test test-fast test-vllm test-trl114 lint format docs bench bench-env bench-bamdp bench-engines install clean help
+.PHONY: demo test test-fast test-vllm test-trl114 lint format docs results screenshots bench bench-env bench-bamdp bench-engines install clean help
 
 help:
 	@echo "make demo       create .venv, install, run the allocator benchmark on the simulator"
 	@echo "make test       create .venv, install, run the whole test suite"
 	@echo "make lint       ruff (lint + format check) and mypy"
 	@echo "make docs       the documentation site (docs/site) into build/docs, warnings as errors"
+	@echo "make results    regenerate the results pages (docs/site/results) from the committed results/"
+	@echo "make screenshots  the built site in headless Chromium (build/screenshots; needs chromium)"
 	@echo "make bench      the default benchmark (same as the demo)"
 	@echo "make bench-env  env steps per second against CartPole (scripts/bench_env.py)"
 	@echo "make bench-bamdp  bamdp quality, bound gap and decision costs (scripts/bench_bamdp.py)"
@@ -123,6 +125,15 @@ lint: $(STAMP)
 docs: $(STAMP)
 	rm -rf build/docs docs/site/_generated
 	$(PY) -m sphinx -W --keep-going -b html docs/site build/docs
+
+# The results pages from their templates and the data committed under results/ (commit the data
+# first: the pages read HEAD); --only NAME for one page, --check to list stale ones.
+results: $(STAMP)
+	$(PY) scripts/results_pages.py
+
+# Screenshots of the index, an env page, the TRL page and a results page (build the site first).
+screenshots: $(STAMP)
+	$(PY) scripts/site_screenshots.py
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext

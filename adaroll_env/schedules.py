@@ -36,9 +36,9 @@ __all__ = [
 #: level-grouped fitted priors (docs: results, final competition: 4 seeds, 4,000 steps) two equal
 #: rounds beat ``uniform`` by +3.6 ± 1.1 points with the same gradient-carrying rollouts as eight
 #: rounds. On the simulator with one shared prior ``384,128`` gains more
-#: (``results/rounds_sim/rounds_schedule_sim.txt``), but in the real screen with grouped priors it gave 15
-#: fewer gradient-carrying rollouts a step than equal halves (234.8 against 249.6) and won one
-#: seed of two, so it is not the default.
+#: (``results/rounds_sim/rounds_schedule_sim.txt``), but in the real screen with grouped priors
+#: it gave 15 fewer gradient-carrying rollouts a step than equal halves (234.8 against 249.6)
+#: and won one seed of two, so it is not the default.
 DEFAULT_ROUND_SCHEDULE = "0.5,0.5"
 
 

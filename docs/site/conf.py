@@ -26,7 +26,7 @@ extensions = [
 
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "_ext", "_generated/fragments"]
+exclude_patterns = ["_build", "_ext", "_generated/fragments", "results/_templates"]
 
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
@@ -39,5 +39,6 @@ napoleon_numpy_docstring = False
 
 html_theme = "furo"
 html_title = "adaroll"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["tables.css"]
 pygments_style = "sphinx"

@@ -111,7 +111,7 @@ def env_page(env_id: str) -> str:
         keys = ", ".join(f"`{k}`" for k in env.observation_space.spaces)  # type: ignore[attr-defined]
         rows[2:2] = [
             ("Action Space (defaults)", f"`{env.action_space}`"),
-            ("Observation Space", f"`Dict` of float32 `Box`es: {keys}"),
+            ("Observation Space", f"`Dict` of float32 `Box` spaces: {keys}"),
         ]
         env.close()
     table = ["| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows]]
