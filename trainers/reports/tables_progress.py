@@ -83,7 +83,9 @@ def _evidence(directory: Path, data: Data, out: Output) -> str:
     from trainers.experiments.compete import CompeteConfig, tabulate
 
     rel = directory.relative_to(data.root)
-    tabulate(CompeteConfig(tabulate=str(directory)))
+    # committed evidence was already accepted once; mixed provenance (runs started under
+    # different commits) is not hidden here: the table's first line lists the commits
+    tabulate(CompeteConfig(tabulate=str(directory), allow_mixed=True))
     text = _TABULATED.sub(
         "tabulated when this page was generated", (directory / "table.md").read_text()
     )
