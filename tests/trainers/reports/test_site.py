@@ -18,7 +18,7 @@ import pytest
 
 from trainers.reports.site import PAGES, _Refs, broken_links, chromium, image_report, screenshot
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SITE = ROOT / "docs" / "site"
 BUILT = ROOT / "build" / "docs"
 
