@@ -84,12 +84,11 @@ def degenerate_probabilities(
     """Under Beta(alpha, beta) beliefs, the predictive probabilities that a group of ``group``
     rollouts is all wrong and all right (beta-binomial: ``B(a, b + G) / B(a, b)`` and
     ``B(a + G, b) / B(a, b)``)."""
-    from scipy.special import betaln
+    from adaroll_env.utilities import beta_binomial_logpmf
 
-    a = np.asarray(alpha, dtype=np.float64)
-    b = np.asarray(beta, dtype=np.float64)
-    base = betaln(a, b)
-    return np.exp(betaln(a, b + group) - base), np.exp(betaln(a + group, b) - base)
+    wrong = np.exp(beta_binomial_logpmf(0, group, alpha, beta))
+    right = np.exp(beta_binomial_logpmf(group, group, alpha, beta))
+    return np.asarray(wrong, dtype=np.float64), np.asarray(right, dtype=np.float64)
 
 
 class PriorFilterAllocator(BaseAllocator):

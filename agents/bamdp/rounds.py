@@ -727,7 +727,7 @@ def decide_last_round(
     for g in np.unique(first_prior).tolist():
         sel = np.flatnonzero(first_prior == g)
         pa, pb = priors[g]
-        P = np.where(s_grid <= n_grid, (pa + s_grid) / (pa + pb + n_grid), 0.0)  # [H+1, H+1]
+        P = np.where(s_grid <= n_grid, posterior_mean(pa, pb, s_grid, n_grid - s_grid), 0.0)
         q = first[sel]
         values[sel] = round_values(U, P, u_bar, s[q], f[q], top[q], M)
     return _split(values, rows, R)
