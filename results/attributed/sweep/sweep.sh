@@ -1,0 +1,11 @@
+#!/bin/bash
+# Issue 25's learning-rate sweep (1e-4 and 4e-4; 2e-4 is the screen's) for prior_filter,
+# knowledge_gradient and greso: the same cell, seeds, steps and validation evaluation as the
+# screen (../screen/screen.sh). Nothing here reads the test split. From the repository root;
+# rerun the same command to resume after a stop.
+set -e
+PY="${PY:-.venv/bin/python}"
+$PY -m trainers.cli compete --entrants results/attributed/sweep/entrants.yaml \
+  --seeds 2 --first-seed 100 --steps 1500 --validation-size 400 --eval-split validation \
+  --eval-every 500 --eval-size none --eval-k 8 --save-minutes 10 \
+  --workers 2 --threads 1 --no-progress --out runs/attributed/sweep "$@"
