@@ -27,6 +27,7 @@ import hashlib
 import math
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -179,26 +180,71 @@ def _crossing(lam: NDArray[np.float64], D: NDArray[np.float64]) -> NDArray[np.fl
     return np.asarray(x, dtype=np.float64)
 
 
+@functools.lru_cache(maxsize=256)
+def level_arrays(
+    alpha: float, beta: float, utility: str, horizon: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(U, P) of a prior up to ``horizon``: U[n, s] = u(s, n − s) and P[n, s] = the posterior
+    mean at (s, n − s), for s ≤ n ≤ horizon (zeros above the diagonal); cached and read-only,
+    since the bound's price search reads them at every price it tries."""
+    fn = get_utility(utility)
+    U = np.zeros((horizon + 1, horizon + 1))
+    P = np.zeros((horizon + 1, horizon + 1))
+    for n in range(horizon + 1):
+        s = np.arange(n + 1)
+        U[n, : n + 1] = np.asarray(fn(s, n - s), dtype=np.float64)
+        P[n, : n + 1] = posterior_mean(alpha, beta, s, n - s)
+    for x in (U, P):
+        x.flags.writeable = False
+    return U, P
+
+
+def _start_py(
+    U: NDArray[np.float64],
+    P: NDArray[np.float64],
+    cap: int,
+    H: int,
+    level: int,
+    lam: float,
+    u_bar: float,
+) -> NDArray[np.float64]:
+    """V(s, level − s; λ) for s = 0..level by the scalar backward pass from n = H."""
+    V_next = np.empty(H + 2)
+    V = np.empty(H + 2)
+    for n in range(H, level - 1, -1):
+        for s in range(n + 1):
+            u = U[n, s]
+            if n >= cap:
+                V[s] = u
+                continue
+            if n == H:
+                c = u_bar - lam
+            else:
+                p = P[n, s]
+                c = p * V_next[s + 1] + (1.0 - p) * V_next[s] - lam
+            V[s] = c if c > u else u
+        V, V_next = V_next, V
+    return V_next[: level + 1].copy()
+
+
 def start_values(specs: list[TableSpec], lam: float, level: int) -> list[NDArray[np.float64]]:
     """Exact V(s, level − s; λ) for s = 0..level of each spec, by a scalar backward pass at one
-    price (what the certified bound evaluates)."""
+    price (what the certified bound evaluates, at every price its search tries: compiled where
+    numba is installed, on cached ``level_arrays``)."""
     out = []
     for spec in specs:
-        fn, _, u_bar = _levels(spec)
-        H, a, b = spec.horizon, spec.alpha, spec.beta
-        V_next: NDArray[np.float64] | None = None
-        for n in range(H, level - 1, -1):
-            s = np.arange(n + 1)
-            u = np.asarray(fn(s, n - s), dtype=np.float64)
-            if n >= spec.cap:
-                V = u
-            elif n == H:
-                V = np.maximum(u, u_bar - lam)
-            else:
-                assert V_next is not None
-                p = posterior_mean(a, b, s, n - s)
-                V = np.maximum(u, p * V_next[1:] + (1.0 - p) * V_next[:-1] - lam)
-            V_next = V
-        assert V_next is not None
-        out.append(V_next)
+        _, _, u_bar = _levels(spec)
+        U, P = level_arrays(spec.alpha, spec.beta, spec.utility, spec.horizon)
+        out.append(_start_kernel(U, P, spec.cap, spec.horizon, level, float(lam), u_bar))
     return out
+
+
+def _compile_start() -> Any:
+    from agents.bamdp import _jit
+
+    if _jit.AVAILABLE and not os.environ.get("ADAROLL_NO_JIT"):
+        return _jit.numba.njit(cache=True)(_start_py)
+    return _start_py
+
+
+_start_kernel: Any = _compile_start()

@@ -46,7 +46,7 @@ from adaroll_env.model import AllocationParams, posterior_mean, prior_arrays, ro
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 from agents.bamdp._jit import AVAILABLE as JIT_AVAILABLE
 from agents.bamdp._jit import numba as _numba
-from agents.bamdp.index import utility_range
+from agents.bamdp.index import level_arrays, utility_range
 
 __all__ = [
     "RoundsPlan",
@@ -102,17 +102,8 @@ class RoundsSpec:
 @functools.lru_cache(maxsize=256)
 def _arrays(spec: RoundsSpec) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """U[n, s] = u(s, n − s), P[n, s] = posterior mean at (s, n − s) for n ≤ H, and ū."""
-    fn = get_utility(spec.utility)
-    H = spec.horizon
-    U = np.zeros((H + 1, H + 1))
-    P = np.zeros((H + 1, H + 1))
-    for n in range(H + 1):
-        s = np.arange(n + 1)
-        U[n, : n + 1] = np.asarray(fn(s, n - s), dtype=np.float64)
-        P[n, : n + 1] = posterior_mean(spec.alpha, spec.beta, s, n - s)
-    for x in (U, P):
-        x.flags.writeable = False
-    _, hi = utility_range(fn, spec.cap)
+    U, P = level_arrays(spec.alpha, spec.beta, spec.utility, spec.horizon)
+    _, hi = utility_range(get_utility(spec.utility), spec.cap)
     return U, P, float(hi)
 
 

@@ -75,4 +75,12 @@ def trl_overhead(data: Data, out: Output) -> str:
             f"- step time, subclass with `uniform` against TRL (median of blocks): "
             f"{s['uniform_overhead']:+.1%} (per block: {per})",
         ]
+    if "bamdp_ratio" in s:
+        per = ", ".join(f"{x:.3f}" for x in s["bamdp_ratio_per_block"])
+        lines += [
+            f"- step time, subclass with `bamdp` at its defaults (two rounds) against TRL (median "
+            f"of blocks): **{s['bamdp_ratio']:.3f}×** (per block: {per})",
+            f"- `bamdp`'s allocation (priors and their refits included), median share of a step: "
+            f"**{s['bamdp']['alloc_share']:.2%}**",
+        ]
     return "\n".join(lines)

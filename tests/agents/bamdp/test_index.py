@@ -11,6 +11,7 @@ import pytest
 
 from adaroll_env.utilities import get_utility
 from agents.bamdp import _jit
+from agents.bamdp import index as index_mod
 from agents.bamdp.index import (
     GRID_SIZE,
     IndexTable,
@@ -204,6 +205,20 @@ def test_start_values_past_the_horizon_are_optimistic():
     spec = TableSpec.make(1.0, 1.0, "informative", 30, max_horizon=4)
     (v,) = start_values([spec], 0.2, 4)
     np.testing.assert_allclose(v, [0.8, 1.0, 1.0, 1.0, 0.8])
+
+
+def test_start_values_kernel_equals_its_python_loop_and_arrays_are_cached():
+    # the compiled kernel (where numba is installed) and the plain loop give the same numbers,
+    # bit for bit, and the bound's price search reads one cached, read-only pair of arrays
+    spec = TableSpec.make(0.3, 2.5, "snr(8)", 40, max_horizon=24)
+    U, P = index_mod.level_arrays(spec.alpha, spec.beta, spec.utility, spec.horizon)
+    assert index_mod.level_arrays(spec.alpha, spec.beta, spec.utility, spec.horizon)[0] is U
+    assert not U.flags.writeable and not P.flags.writeable
+    u_bar = index_mod._levels(spec)[2]
+    for lam in (-0.2, 0.0, 0.013, 0.4):
+        (got,) = start_values([spec], lam, 3)
+        want = index_mod._start_py(U, P, spec.cap, spec.horizon, 3, lam, u_bar)
+        np.testing.assert_array_equal(got, want)
 
 
 # --- build_table ----------------------------------------------------------------------------------

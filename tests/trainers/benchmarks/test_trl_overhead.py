@@ -92,8 +92,16 @@ def test_summarise_by_hand():
     assert s["uniform_overhead_per_block"] == pytest.approx([0.1, 0.25])
     assert s["uniform_overhead"] == pytest.approx(0.175)
     assert s["uniform_own_share"] == pytest.approx((0.05 + 0.1) / 2)  # .11/2.2 and .25/2.5
+    # the allocation share: median over steps of alloc / seconds (.02/2.2 twice, .05/2.5 twice)
+    assert s["uniform"]["alloc_share"] == pytest.approx((0.02 / 2.2 + 0.05 / 2.5) / 2)
+    assert s["trl"]["alloc_share"] == 0.0
     alone = summarise({"bamdp": blocks["uniform"]})
-    assert "uniform_overhead" not in alone and list(alone) == ["bamdp"]
+    assert "uniform_overhead" not in alone and "bamdp_ratio" not in alone
+    assert list(alone) == ["bamdp"]
+    # bamdp against trl: per block the ratio of mean s/step (2.2/2 and 2.5/2), and its median
+    both = summarise({"trl": blocks["trl"], "bamdp": blocks["uniform"]})
+    assert both["bamdp_ratio_per_block"] == pytest.approx([1.1, 1.25])
+    assert both["bamdp_ratio"] == pytest.approx(1.175)
 
 
 def test_print_results_table(capsys):
@@ -102,8 +110,10 @@ def test_print_results_table(capsys):
            "train_seconds")}  # fmt: skip
     row["rounds"] = 2.0
     summary = {v: dict(row) for v in VARIANTS}
+    summary["bamdp"]["alloc_share"] = 0.0175
     summary.update(uniform_overhead=0.0625, uniform_overhead_per_block=[0.05, -0.01],
-                   uniform_own_share=0.0123)  # fmt: skip
+                   uniform_own_share=0.0123, bamdp_ratio=1.05,
+                   bamdp_ratio_per_block=[1.04, 1.06])  # fmt: skip
     cfg = dataclasses.asdict(TrlOverheadConfig(batch_size=4, group_size=2, blocks=2, steps=3))
     print_results({"config": cfg, "summary": summary})
     lines = capsys.readouterr().out.splitlines()
@@ -116,6 +126,8 @@ def test_print_results_table(capsys):
     assert [line.split()[0] for line in lines[2:5]] == ["trl", "uniform", "bamdp"]
     assert lines[5] == "overhead (uniform vs trl, median of blocks): +6.2% (+5.0%, -1.0%)"
     assert lines[6] == "subclass's own code (uniform), median share of a step: 1.23%"
+    assert lines[7] == "step time, bamdp (defaults) / trl, median of blocks: 1.050x (1.040, 1.060)"
+    assert lines[8] == "bamdp's allocation, median share of a step: 1.75%"
 
 
 def test_timer_adds_each_calls_seconds_and_keeps_the_result():

@@ -73,6 +73,17 @@ def test_trl_overhead_rows_and_overhead_lines(tmp_path: Path) -> None:
         "- step time, subclass with `uniform` against TRL (median of blocks): +20.0% "
         "(per block: +10.0%, +30.0%)"
     )
+    # with bamdp's ratio and allocation share (the package's defaults)
+    with_bamdp = json.loads(json.dumps(report))
+    with_bamdp["summary"]["bamdp"] = dict(_variant(0.7, 0.007, 0.01, 2.0), alloc_share=0.0125)
+    with_bamdp["summary"].update(bamdp_ratio=1.4, bamdp_ratio_per_block=[1.3, 1.5])
+    (data.base / "bench_trl_overhead.json").write_text(json.dumps(with_bamdp))
+    assert trl_overhead.make(data, out).endswith(
+        "- step time, subclass with `bamdp` at its defaults (two rounds) against TRL (median of "
+        "blocks): **1.400×** (per block: 1.300, 1.500)\n"
+        "- `bamdp`'s allocation (priors and their refits included), median share of a step: "
+        "**1.25%**"
+    )
     # a report without the overhead summary (and without a variant) has the table only
     del report["summary"]["uniform_overhead"]  # type: ignore[attr-defined]
     del report["summary"]["uniform"]  # type: ignore[attr-defined]
