@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from adaroll_env.model import AllocationParams, posterior_mean, prior_arrays, round_size_at
+from adaroll_env.model import AllocationParams, prior_arrays, round_size_at
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 from agents.bamdp._jit import AVAILABLE as JIT_AVAILABLE
 from agents.bamdp._jit import numba as _numba
@@ -440,7 +440,8 @@ def plan_rounds(params: AllocationParams, *, max_horizon: int = MAX_ROUNDS_HORIZ
 
 def _values_py(
     W: NDArray[np.float64],
-    P: NDArray[np.float64],
+    a: NDArray[np.float64],
+    b: NDArray[np.float64],
     ub: float,
     s: NDArray[np.int64],
     f: NDArray[np.int64],
@@ -453,6 +454,7 @@ def _values_py(
     D = np.zeros(M + 2)
     for i in range(Q):
         n0, s0 = s[i] + f[i], s[i]
+        ai, bi = a[i], b[i]
         for k in range(M + 2):
             D[k] = 0.0
         D[0] = 1.0
@@ -465,9 +467,11 @@ def _values_py(
             for k in range(j + 1):
                 v += D[k] * W[n, s0 + k]
             out[i, j] = v
-            if n < H:  # one more Bernoulli step
+            if n < H:  # one more Bernoulli step, at the posterior mean of (s0 + k, n − s0 − k)
                 for k in range(j, -1, -1):
-                    moved = D[k] * P[n, s0 + k]
+                    sk = float(s0 + k)
+                    p = (ai + sk) / (ai + bi + sk + (float(n) - sk))
+                    moved = D[k] * p
                     D[k + 1] += moved
                     D[k] -= moved
     return out
@@ -475,7 +479,8 @@ def _values_py(
 
 def round_values(
     W: NDArray[np.float64],
-    P: NDArray[np.float64],
+    alpha: NDArray[np.float64],
+    beta: NDArray[np.float64],
     ub: float,
     s: NDArray[np.int64],
     f: NDArray[np.int64],
@@ -484,11 +489,15 @@ def round_values(
 ) -> NDArray[np.float64]:
     """values[i, m] = E_m[W](n_i, s_i) for m = 0..M (−inf past ``top[i]``): the expected
     continuation of giving question i m rollouts this round, by forward Bernoulli steps (the
-    outcome distribution of m rollouts is built one rollout at a time, as in the backward pass)."""
+    outcome distribution of m rollouts is built one rollout at a time, as in the backward pass)
+    at the posterior means of question i's prior Beta(``alpha[i]``, ``beta[i]``) (scalars
+    broadcast), computed where they are read: no table of them per prior."""
+    Q = np.shape(s)[0]
     return np.asarray(
         _values_kernel(
-            W, P, float(ub), np.asarray(s, np.int64), np.asarray(f, np.int64),
-            np.asarray(top, np.int64), int(M),
+            W, np.broadcast_to(np.asarray(alpha, np.float64), (Q,)).copy(),
+            np.broadcast_to(np.asarray(beta, np.float64), (Q,)).copy(), float(ub),
+            np.asarray(s, np.int64), np.asarray(f, np.int64), np.asarray(top, np.int64), int(M),
         ),
         dtype=np.float64,
     )  # fmt: skip
@@ -626,10 +635,10 @@ def decide_round(
         sel = np.flatnonzero(u_spec == g)
         if sel.size == 0:
             continue
-        _, P, _ = _arrays(spec)
         W = plan.tables[g][t + 1]
         q = first[sel]
-        values[sel] = round_values(W, P, float(plan.ub[t]), s[q], f[q], top[q], M)
+        ub = float(plan.ub[t])
+        values[sel] = round_values(W, spec.alpha, spec.beta, ub, s[q], f[q], top[q], M)
     return _split(values, rows, R)
 
 
@@ -708,19 +717,11 @@ def decide_last_round(
     M = int(top.max(initial=0))
     a = np.asarray(alpha, dtype=np.float64)
     b = np.asarray(beta, dtype=np.float64)
-    priors, prior_of = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
+    _, prior_of = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
     prior_of = prior_of.reshape(-1)
     first, rows = _state_rows(prior_of, s, f, top)  # one row per (prior, s, f, room)
-    values = np.full((first.size, M + 1), -np.inf)
-    n_grid = np.arange(H + 1, dtype=np.float64)[:, None]
-    s_grid = np.arange(H + 1, dtype=np.float64)[None, :]
-    first_prior = prior_of[first]
-    for g in np.unique(first_prior).tolist():
-        sel = np.flatnonzero(first_prior == g)
-        pa, pb = priors[g]
-        P = np.where(s_grid <= n_grid, posterior_mean(pa, pb, s_grid, n_grid - s_grid), 0.0)
-        q = first[sel]
-        values[sel] = round_values(U, P, u_bar, s[q], f[q], top[q], M)
+    q = first  # one row per state: its question's own prior
+    values = round_values(U, a[q], b[q], u_bar, s[q], f[q], top[q], M)
     return _split(values, rows, R)
 
 

@@ -127,10 +127,9 @@ def test_the_relaxed_policy_is_near_the_exact_optimum(kw) -> None:
 def test_round_values_are_beta_binomial_expectations() -> None:
     spec = R.RoundsSpec.make(0.6, 1.7, "snr(4)", cap=20, max_horizon=20)
     W, _ = R.backward(spec, (5, 5), np.array([0.03, 0.02]))
-    _, P, _ = R._arrays(spec)
     s, f = np.array([0, 2, 1]), np.array([0, 1, 4])
     top = np.array([5, 3, 5])
-    values = R.round_values(W[1], P, 9.0, s, f, top, 5)
+    values = R.round_values(W[1], spec.alpha, spec.beta, 9.0, s, f, top, 5)
     for i in range(3):
         for m in range(6):
             if m > top[i]:
@@ -141,8 +140,16 @@ def test_round_values_are_beta_binomial_expectations() -> None:
             want = sum(bb(k, m, a, b) * W[1, n + m, s[i] + k] for k in range(m + 1))
             assert values[i, m] == pytest.approx(want, abs=1e-12)
     # past the horizon a value is the optimistic one
-    beyond = R.round_values(W[1], P, 9.0, np.array([10]), np.array([8]), np.array([4]), 4)
+    beyond = R.round_values(
+        W[1], spec.alpha, spec.beta, 9.0, np.array([10]), np.array([8]), np.array([4]), 4
+    )
     assert beyond[0, 3:].tolist() == [9.0, 9.0] and beyond[0, 2] < 9.0  # n = 21, 22 > H = 20
+    # per-question priors: each row reads its own (the same numbers as one prior at a time)
+    a2, b2 = np.array([0.6, 2.0, 0.6]), np.array([1.7, 0.5, 1.7])
+    mixed = R.round_values(W[1], a2, b2, 9.0, s, f, top, 5)
+    alone = R.round_values(W[1], 2.0, 0.5, 9.0, s[1:2], f[1:2], top[1:2], 5)
+    assert np.array_equal(mixed[[0, 2]], values[[0, 2]]) and np.array_equal(mixed[1], alone[0])
+    assert not np.array_equal(mixed[1], values[1])
 
 
 def test_split_is_the_best_split_by_enumeration() -> None:
@@ -229,9 +236,10 @@ def test_a_round_decision_equals_the_split_of_every_questions_own_values() -> No
     f = rng.integers(0, 4, size=48)
     cap = np.full(48, 64) - s - f
     spec_of = np.zeros(48, dtype=np.int64)
-    _, P, _ = R._arrays(plan.specs[0])
+    spec = plan.specs[0]
     top = np.minimum(cap, 192)
-    own = R.round_values(plan.tables[0][2], P, float(plan.ub[1]), s, f, top, int(top.max()))
+    W, ub = plan.tables[0][2], float(plan.ub[1])
+    own = R.round_values(W, spec.alpha, spec.beta, ub, s, f, top, int(top.max()))
     old = R.EXACT_SPLIT_CELLS
     try:
         for cells, split in ((0, R.split_round_price), (old, R.split_round_exact)):
