@@ -479,8 +479,8 @@ def _values_py(
 
 def round_values(
     W: NDArray[np.float64],
-    alpha: NDArray[np.float64],
-    beta: NDArray[np.float64],
+    alpha: NDArray[np.float64] | float,
+    beta: NDArray[np.float64] | float,
     ub: float,
     s: NDArray[np.int64],
     f: NDArray[np.int64],
