@@ -1,11 +1,15 @@
 """A TRL GRPO script on the tiny model and the arithmetic task, with an adaroll allocator.
 
 The one line that differs from a plain TRL script is the import of ``GRPOTrainer`` (plus the
-``allocator=`` argument); everything else is TRL's own API.
+``allocator=`` argument); everything else is TRL's own API. The settings are the recipe under
+which plain TRL raises held-out pass@1 from the ``tiny`` warm start (chosen on the validation
+split, results/trl_recipe): B = 64 prompts × G = 8 completions a step, learning rate 1e-4
+constant, the ``dapo`` loss, rewards scaled per group. Smaller batches at lr 2e-4 lose accuracy:
+Adam's steps are as long at B = 16 as at B = 64 but follow a noisier gradient.
 
     python scripts/trl_example.py [--allocator bamdp] [--max-steps 30] [--out runs/trl_example]
 
-Needs the trl extra: pip install -e ".[trl]". Runs on a CPU in about a minute.
+Needs the trl extra: pip install -e ".[trl]". Runs on a CPU in about a minute (30 steps).
 """
 
 from __future__ import annotations
@@ -23,15 +27,18 @@ from trainers.trl.trainer import task_dataset, task_reward
 
 def main(allocator: str = "bamdp", max_steps: int = 30, out: str = "runs/trl_example") -> Any:
     """Train the tiny model with TRL and ``allocator``; returns the trainer."""
-    task = make_task("arithmetic", seed=0, levels=[0, 1], num_test=100)
+    task = make_task("arithmetic", seed=0)
     model, tokenizer = load_policy("tiny")  # built locally once, nothing is downloaded
     args = GRPOConfig(
         output_dir=out,
-        per_device_train_batch_size=64,  # completions per step: 8 prompts × 8
+        per_device_train_batch_size=512,  # completions per step: 64 prompts × 8
         num_generations=8,
         max_completion_length=8,
         max_steps=max_steps,
-        learning_rate=2e-4,
+        learning_rate=1e-4,
+        lr_scheduler_type="constant",
+        loss_type="dapo",
+        scale_rewards="group",
         top_k=0,  # the tiny model samples from its whole vocabulary
         use_cpu=True,
         bf16=False,

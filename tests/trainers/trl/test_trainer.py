@@ -601,10 +601,11 @@ def test_example_script_trains_and_checkpoints_the_beliefs(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer = module.main("bamdp", max_steps=2, out=str(tmp_path))
-    assert [sum(r.counts) for r in trainer.allocations] == [64, 64]
+    assert [sum(r.counts) for r in trainer.allocations] == [512, 512]  # the recipe: 64 × 8
+    assert (trainer.args.learning_rate, trainer.args.loss_type) == (1e-4, "dapo")
     saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())
     assert saved["allocator"] == "bamdp"
-    assert 8 <= len(saved["beliefs"]["ids"]) <= 16  # prompts that got rollouts in 2 batches of 8
+    assert 64 <= len(saved["beliefs"]["ids"]) <= 128  # prompts with rollouts in 2 batches of 64
     # the task's reward function gives the same scores as the task's verifier
     rows = trainer.train_dataset.select(range(3))
     reward = trainer.reward_funcs[0](
