@@ -3,11 +3,9 @@ reports."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from trainers.reports.data import Data, Output
 from trainers.reports.tables_simulator import (
     _sb3_rows,
     bamdp_rounds,
@@ -16,13 +14,7 @@ from trainers.reports.tables_simulator import (
     sb3_quality,
 )
 
-
-def _folder(tmp_path: Path, files: dict[str, Any]) -> tuple[Data, Output]:
-    base = tmp_path / "results" / "f"
-    base.mkdir(parents=True)
-    for name, value in files.items():
-        (base / name).write_text(value if isinstance(value, str) else json.dumps(value))
-    return Data(tmp_path, "results/f"), Output(tmp_path / "site", "simulator")
+PAGE = "simulator"  # the page of the report_folder fixture's Output
 
 
 def _row(setting: str, B: int, **kw: Any) -> dict[str, Any]:
@@ -34,6 +26,7 @@ def _row(setting: str, B: int, **kw: Any) -> dict[str, Any]:
 
 def test_bamdp_rounds_keeps_snr8_rows_orders_files_by_B_and_gives_each_verdict(
     tmp_path: Path,
+    report_folder: Any,
 ) -> None:
     b64 = [
         _row("rounds/u-shaped/snr(8)/G=8/rounds=2", 64,
@@ -46,7 +39,7 @@ def test_bamdp_rounds_keeps_snr8_rows_orders_files_by_B_and_gives_each_verdict(
     b512 = [_row("rounds/rlvr/snr(8)/G=8/rounds=384+128", 512, min_diff=0.75, min_diff_ci=0.5,
                  min_diff_vs="vip")]  # fmt: skip
     # "b512" sorts before "b64" as text: the block orders by B
-    data, out = _folder(tmp_path, {"b512_bench_bamdp.json": {"rounds": b512},
+    data, out = report_folder({"b512_bench_bamdp.json": {"rounds": b512},
                                    "b64_bench_bamdp.json": {"rounds": b64}})  # fmt: skip
     text = bamdp_rounds.make(data, out)
     table, _, rest = text.partition("\n\n")
@@ -70,10 +63,10 @@ def test_bamdp_rounds_keeps_snr8_rows_orders_files_by_B_and_gives_each_verdict(
     ]
 
 
-def test_bamdp_timing_names_known_keys_with_their_units_and_targets(tmp_path: Path) -> None:
+def test_bamdp_timing_names_known_keys_with_their_units_and_targets(report_folder: Any) -> None:
     timing = {"table_build_cap256_numpy_s": 0.28976, "round_512_at_B512_ms_median": 0.708,
               "sequential_act_at_B512_us_median": 11.34, "new_key": 3.0}  # fmt: skip
-    data, out = _folder(tmp_path, {"timing_bench_bamdp.json": {"timing": timing}})
+    data, out = report_folder({"timing_bench_bamdp.json": {"timing": timing}})
     assert bamdp_timing.make(data, out) == (
         "| what | measured (median) | target |\n|---|---:|---:|\n"
         "| index table, max group 256, numpy | 0.290 s | < 1 s |\n"
@@ -89,13 +82,13 @@ _SB3 = {"setting": "B=16", "allocator": "sb3:x", "uniform": 4.0, "bamdp": 4.25, 
         "ratio_lo": 1.5, "ratio_hi": 2.5, "episodes": 100}  # fmt: skip
 
 
-def test_sb3_rows_and_the_superseded_table(tmp_path: Path) -> None:
+def test_sb3_rows_and_the_superseded_table(report_folder: Any) -> None:
     assert _sb3_rows({"quality": [_SB3]}) == [[
         "B=16", "`sb3:x`", "4.000", "4.250", "4.500", "+0.250", "+0.500 ± 0.125",
         "**200.0 %** [150.0, 250.0]", 100,
     ]]  # fmt: skip
     old = {**_SB3, "learned": 4.0, "gain": 0.0, "ratio": 0.0, "ratio_lo": -0.5, "ratio_hi": 0.5}
-    data, out = _folder(tmp_path, {"bench_sb3_retrained.json": {"quality": [_SB3]},
+    data, out = report_folder({"bench_sb3_retrained.json": {"quality": [_SB3]},
                                    "bench_sb3.json": {"quality": [old]}})  # fmt: skip
     now, superseded = sb3_quality.make(data, out).split("**Superseded**")
     assert "| B=16 | `sb3:x` | 4.000 | 4.250 | 4.500 | +0.250 | +0.500 ± 0.125 |" in now
@@ -104,7 +97,7 @@ def test_sb3_rows_and_the_superseded_table(tmp_path: Path) -> None:
     assert "**200.0 %**" not in superseded
 
 
-def test_leaderboard_puts_the_best_mean_utility_first(tmp_path: Path) -> None:
+def test_leaderboard_puts_the_best_mean_utility_first(report_folder: Any) -> None:
     columns = (
         "setting,env,difficulty,utility_name,group_size,rounds,round_size,allocator,"
         "reference_only,episodes,mean_utility,ci95,gain,gain_ci95,gain_pct,gradient_rollouts,"
@@ -118,7 +111,7 @@ def test_leaderboard_puts_the_best_mean_utility_first(tmp_path: Path) -> None:
         "s,rounds,rlvr,snr(8),8,,64,uniform" + rest.format(u=16.5),
         "s,rounds,rlvr,snr(8),8,,64,bamdp" + rest.format(u=17.25),
     ])  # fmt: skip
-    data, out = _folder(tmp_path, {"summary.csv": csv + "\n",
+    data, out = report_folder({"summary.csv": csv + "\n",
                                    "versions.json": {"adaroll": "0.1.0"},
                                    "config.json": {"episodes": 300, "seed": 7}})  # fmt: skip
     text = leaderboard.make(data, out)

@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from typing import Any
 
-from trainers.reports.data import Data, Output
 from trainers.reports.tables_speed import env_speed, trl_overhead
 
-
-def _folder(tmp_path: Path, files: dict[str, str]) -> tuple[Data, Output]:
-    base = tmp_path / "results" / "f"
-    base.mkdir(parents=True)
-    for name, text in files.items():
-        (base / name).write_text(text)
-    return Data(tmp_path, "results/f"), Output(tmp_path / "site", "speed")
+PAGE = "speed"  # the page of the report_folder fixture's Output
 
 
-def test_env_speed_turns_the_printed_rich_table_into_markdown(tmp_path: Path) -> None:
+def test_env_speed_turns_the_printed_rich_table_into_markdown(report_folder: Any) -> None:
     printed = (
         "      env steps per second (tiny)      \n"
         "┏━━━━━━━━┳━━━━┳━━━━━━┳━━━━━━━━━┓\n"
@@ -27,7 +20,7 @@ def test_env_speed_turns_the_printed_rich_table_into_markdown(tmp_path: Path) ->
         "│ B-v0   │  4 │ vec  │     120 │\n"
         "└────────┴────┴──────┴─────────┘\n"
     )
-    data, out = _folder(tmp_path, {"bench_env.txt": printed})
+    data, out = report_folder({"bench_env.txt": printed})
     assert env_speed.make(data, out) == (
         "| env | B | how | steps/s |\n|---|---:|---|---:|\n"
         "| `A-v0` | 16 | make | 9,000 |\n| `B-v0` | 4 | vec | 120 |\n\n"
@@ -44,7 +37,7 @@ def _variant(base: float, alloc: float, own: float, rounds: float) -> dict[str, 
     }  # fmt: skip
 
 
-def test_trl_overhead_rows_and_overhead_lines(tmp_path: Path) -> None:
+def test_trl_overhead_rows_and_overhead_lines(report_folder: Any) -> None:
     report = {
         "config": {"blocks": 2, "steps": 8},
         "versions": {"trl": "1.0", "transformers": "5.0", "torch": "2.9"},
@@ -56,7 +49,7 @@ def test_trl_overhead_rows_and_overhead_lines(tmp_path: Path) -> None:
             "uniform_own_share": 0.0025,
         },
     }
-    data, out = _folder(tmp_path, {"bench_trl_overhead.json": json.dumps(report)})
+    data, out = report_folder({"bench_trl_overhead.json": json.dumps(report)})
     head = (
         "| variant | s/step | generate + score | of which generate | reward | allocator | "
         "subclass's own code | other | loss + update | rounds |\n"

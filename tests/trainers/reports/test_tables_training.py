@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from trainers.reports.data import Data, Output
 from trainers.reports.tables_training import (
     _policy,
     _pts,
@@ -20,13 +18,7 @@ from trainers.reports.tables_training import (
     step_time_rounds,
 )
 
-
-def _folder(tmp_path: Path, files: dict[str, Any]) -> tuple[Data, Output]:
-    base = tmp_path / "results" / "f"
-    base.mkdir(parents=True)
-    for name, value in files.items():
-        (base / name).write_text(value if isinstance(value, str) else json.dumps(value))
-    return Data(tmp_path, "results/f"), Output(tmp_path / "site", "training")
+PAGE = "training"  # the page of the report_folder fixture's Output
 
 
 def _jsonl(*records: dict[str, Any]) -> str:
@@ -47,7 +39,7 @@ def test_points_settings_and_policy_names() -> None:
     assert _policy("Qwen/tiny") == "the `Qwen/tiny` warm start"
 
 
-def test_final_competition_pairs_every_entrant_with_the_first(tmp_path: Path) -> None:
+def test_final_competition_pairs_every_entrant_with_the_first(report_folder: Any) -> None:
     cols = ("entrant,rounds_per_step,final_pass@1,ci95,delta_final,delta_final_ci95,delta_auc,"
             "delta_auc_ci95,rollouts_ratio,paired_reached,paired_seeds,wins,trained_per_step,"
             "informative_prompts_per_step,alloc_overhead,seeds,start_pass@1")  # fmt: skip
@@ -59,7 +51,7 @@ def test_final_competition_pairs_every_entrant_with_the_first(tmp_path: Path) ->
     entrants = (
         "- name: uniform\n  allocator: uniform\n- name: bamdp\n  allocator: bamdp\n  rounds: 2\n"
     )
-    data, out = _folder(tmp_path, {"results_all.csv": csv, "final_all_entrants.yaml": entrants})
+    data, out = report_folder({"results_all.csv": csv, "final_all_entrants.yaml": entrants})
     table, _, note = final_competition.make(data, out).partition("\n\n")
     assert table.splitlines()[1:] == [
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -73,13 +65,13 @@ def test_final_competition_pairs_every_entrant_with_the_first(tmp_path: Path) ->
     assert "(rounds 2)." in note
 
 
-def test_step_time_rounds_one_row_a_report_warm_starts_first(tmp_path: Path) -> None:
+def test_step_time_rounds_one_row_a_report_warm_starts_first(report_folder: Any) -> None:
     def report(model: str, rows: list[tuple[str, float, float]]) -> dict[str, Any]:
         return {"config": {"grpo": {"model": model}},
                 "rows": [{"setting": s, "step_seconds": t, "relative_step_time": r}
                          for s, t, r in rows]}  # fmt: skip
 
-    data, out = _folder(tmp_path, {
+    data, out = report_folder({
         "bench_rounds_a.json": report("runs/u/seed0/checkpoints/step-0500",
                                       [("uniform", 2.0, 1.0), ("bamdp ×2", 3.0, 1.5)]),
         "bench_rounds_b.json": report("tiny", [("uniform", 1.25, 1.0), ("bamdp ×2", 2.5, 2.0),
@@ -96,7 +88,7 @@ def test_step_time_rounds_one_row_a_report_warm_starts_first(tmp_path: Path) -> 
     )
 
 
-def test_screen_joins_the_curves_with_the_tabulators_columns(tmp_path: Path) -> None:
+def test_screen_joins_the_curves_with_the_tabulators_columns(report_folder: Any) -> None:
     tabulated = (
         "| entrant | Δ final pass@1 (95 % CI) | Δ AUC (95 % CI) | rollouts to target, ratio "
         "(reached) |\n|---|---|---|---|\n| bamdp-2rounds | +1.0 ± 0.5 | +0.5 ± 0.2 | 0.8 (2/2) |"
@@ -110,7 +102,7 @@ def test_screen_joins_the_curves_with_the_tabulators_columns(tmp_path: Path) -> 
     for stem, (a, b) in finals.items():
         for k, p in enumerate((a, b)):
             files[f"screen_{stem}-seed{k}.eval.jsonl"] = _jsonl({"pass@1": 0.1}, {"pass@1": p})
-    data, out = _folder(tmp_path, files)
+    data, out = report_folder(files)
     rows = screen.make(data, out).split("\n\n")[0].splitlines()[2:]
     assert rows == [
         "| uniform | 31.0 % (30.0, 32.0) | — | — | — | 300 | 40 |",
@@ -120,34 +112,34 @@ def test_screen_joins_the_curves_with_the_tabulators_columns(tmp_path: Path) -> 
     ]
 
 
-def test_rounds_sim_one_column_a_rounds_count(tmp_path: Path) -> None:
+def test_rounds_sim_one_column_a_rounds_count(report_folder: Any) -> None:
     text = (
         "header line\n"
         "snr(8) rounds=1 uniform util= 16.8 grad_rollouts= 310.2 inf_frac=0.606\n"
         "snr(8) rounds=1 bamdp util= 17.4 grad_rollouts= 343.2 inf_frac=0.552\n"
         "snr(8) rounds=4 bamdp util= 17.9 grad_rollouts= 360.0 inf_frac=0.500\n"
     )
-    data, out = _folder(tmp_path, {"rounds_sim.txt": text})
+    data, out = report_folder({"rounds_sim.txt": text})
     assert rounds_sim.make(data, out).split("\n\n")[0] == (
         "| utility | allocator: gradient-carrying rollouts / step | 1 round | 4 rounds |\n"
         "|---|---|---:|---:|\n| snr(8) | uniform | 310.2 | — |\n| snr(8) | bamdp | 343.2 | 360.0 |"
     )
 
 
-def test_rounds_schedule_cuts_out_the_table_and_the_uniform_line(tmp_path: Path) -> None:
+def test_rounds_schedule_cuts_out_the_table_and_the_uniform_line(report_folder: Any) -> None:
     text = (
         "$ adaroll bench ...\n\n| rounds | bamdp |\n|---|---:|\n| 2 | 17.9 |\n\n"
         "uniform (1 round): 16.8\nreading\n"
     )
-    data, out = _folder(tmp_path, {"rounds_schedule_sim.txt": text})
+    data, out = report_folder({"rounds_schedule_sim.txt": text})
     assert rounds_schedule.make(data, out).startswith(
         "| rounds | bamdp |\n|---|---:|\n| 2 | 17.9 |\n\nuniform (1 round): 16.8\n\n"
         "From `rounds_schedule_sim.txt`"
     )
 
 
-def test_first_competition_is_the_committed_table(tmp_path: Path) -> None:
-    data, out = _folder(tmp_path, {"table.md": "# First\n\n| a |\n|---|\n| 1 |\n"})
+def test_first_competition_is_the_committed_table(report_folder: Any) -> None:
+    data, out = report_folder({"table.md": "# First\n\n| a |\n|---|\n| 1 |\n"})
     assert first_competition.make(data, out).startswith(
         "`results/compete_first/table.md`, as its tabulator wrote it:\n\n| a |\n|---|\n| 1 |\n\n"
         "The runs' directories were not committed"
