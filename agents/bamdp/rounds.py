@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from adaroll_env.model import AllocationParams, prior_arrays, round_size_at
+from adaroll_env.model import AllocationParams, posterior_mean, prior_arrays, round_size_at
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 from agents.bamdp._jit import AVAILABLE as JIT_AVAILABLE
 from agents.bamdp._jit import numba as _numba
@@ -470,8 +470,7 @@ def _values_py(
             if n < H:  # one more Bernoulli step, at the posterior mean of (s0 + k, n − s0 − k)
                 for k in range(j, -1, -1):
                     sk = float(s0 + k)
-                    p = (ai + sk) / (ai + bi + sk + (float(n) - sk))
-                    moved = D[k] * p
+                    moved = D[k] * _posterior_mean(ai, bi, sk, float(n) - sk)
                     D[k + 1] += moved
                     D[k] -= moved
     return out
@@ -730,6 +729,8 @@ def _compiled(fn: Any, fallback: Any) -> Any:
     return _numba.njit(cache=True)(fn) if JIT_AVAILABLE else fallback
 
 
+#: the project's posterior mean, callable from the compiled kernels (``_values_py`` reads it)
+_posterior_mean: Any = _compiled(posterior_mean, posterior_mean)
 _backward_kernel: Any = _compiled(_backward_py, _backward_np)
 _spend_kernel: Any = _compiled(_spend_py, _spend_py)
 _split_kernel: Any = _compiled(_split_exact_py, _split_exact_py)
