@@ -187,6 +187,14 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def _block_ratios(blocks: dict[str, list[list[dict[str, float]]]], variant: str) -> list[float]:
+    """Per block: ``variant``'s mean s/step over plain TRL's in the same block."""
+    return [
+        statistics.fmean(s["seconds"] for s in v) / statistics.fmean(s["seconds"] for s in t)
+        for t, v in zip(blocks["trl"], blocks[variant], strict=True)
+    ]
+
+
 def summarise(blocks: dict[str, list[list[dict[str, float]]]]) -> dict[str, Any]:
     """Per variant: median s/step over blocks (each block's mean) and median phases per step."""
     out: dict[str, Any] = {}
@@ -216,19 +224,13 @@ def summarise(blocks: dict[str, list[list[dict[str, float]]]]) -> dict[str, Any]
         )
         out[variant] = row
     if "trl" in blocks and "uniform" in blocks:
-        ratios = [
-            statistics.fmean(s["seconds"] for s in u) / statistics.fmean(s["seconds"] for s in t)
-            for t, u in zip(blocks["trl"], blocks["uniform"], strict=True)
-        ]
+        ratios = _block_ratios(blocks, "uniform")
         out["uniform_overhead"] = _median(ratios) - 1.0
         out["uniform_overhead_per_block"] = [r - 1.0 for r in ratios]
         own = [s["own_seconds"] / s["seconds"] for run in blocks["uniform"] for s in run]
         out["uniform_own_share"] = _median(own)
     if "trl" in blocks and "bamdp" in blocks:
-        ratios = [
-            statistics.fmean(s["seconds"] for s in b) / statistics.fmean(s["seconds"] for s in t)
-            for t, b in zip(blocks["trl"], blocks["bamdp"], strict=True)
-        ]
+        ratios = _block_ratios(blocks, "bamdp")
         out["bamdp_ratio"] = _median(ratios)
         out["bamdp_ratio_per_block"] = ratios
     return out
