@@ -122,7 +122,7 @@ def _story(data: Data, out: Output, level: int) -> str:
         text = demote(text.strip("\n"), level + len(d.relative_to(data.base).parts))
         if evidence:
             text += "\n\n" + _evidence(d, data, out)
-        elif not scripts:
+        elif not scripts and d != data.base:  # the folder's own README introduces it
             text += (
                 f"\n\n*No results are committed in `{rel}/` yet: no competition evidence (a "
                 "`config.json` beside `runs/`, as `adaroll compete --tabulate DIR --evidence "
