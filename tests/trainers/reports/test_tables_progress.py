@@ -50,3 +50,21 @@ def test_committed_competition_evidence_is_tabulated_by_compete(tmp_path: Path) 
     assert [p.name for p in out.written] == ["study-stage-accuracy.png"]
     nothing = _story(Data(tmp_path / "export", "results/none"), out, 1)
     assert nothing == "*Nothing is committed under `results/none/` yet.*"
+
+
+def test_a_stage_without_results_says_so_and_the_folders_own_readme_does_not(
+    tmp_path: Path,
+) -> None:
+    """A planned stage (README only) is marked as having no results yet; the folder's own
+    README, which introduces the stages, is not."""
+    from trainers.reports.data import Data, Output
+    from trainers.reports.tables_progress import _story
+
+    base = tmp_path / "export" / "results" / "study"
+    (base / "planned").mkdir(parents=True)
+    (base / "README.md").write_text("# The study\n\nIts stages.\n")
+    (base / "planned" / "README.md").write_text("# A planned stage\n")
+    text = _story(Data(tmp_path / "export", "results/study"), Output(tmp_path / "site", "s"), 1)
+    intro, planned = text.split("### A planned stage")
+    assert intro.startswith("## The study") and "No results are committed" not in intro
+    assert "*No results are committed in `results/study/planned/` yet" in planned
