@@ -78,6 +78,8 @@ SMALL = {"hidden_size": 128, "num_layers": 2}
 #: terms of one or two digits (3 levels)
 SPELL_BACKWARD = "rg:spell_backward?min_word_len=3&max_word_len=8&num_train=10000"
 CHAIN_SUM = "rg:chain_sum?min_terms=2&max_terms=3&min_digits=1&max_digits=2&num_train=20000"
+#: texts of 2-5 words (4 levels); the count of one letter in them (results/letter_counting)
+LETTER_COUNTING = "rg:letter_counting?min_words=2&max_words=5&num_train=20000"
 #: the measured cells (results/testbed, the training results page's Testbed)
 DEFAULT_CELLS: tuple[Cell, ...] = (
     *(Cell(f"arith-{arch}", "arithmetic", arch, {**SMALL, "steps": 3000}) for arch in ARCHS),
@@ -90,6 +92,14 @@ DEFAULT_CELLS: tuple[Cell, ...] = (
         {"max_completion_length": 10},
     ),
     Cell("chain-gpt2", CHAIN_SUM, "gpt2", {**SMALL, "steps": 1500}),
+    # its prompts (about 110 characters) need a context of 160; reported on validation, as
+    # built for results/letter_counting
+    Cell(
+        "letters-gpt2",
+        LETTER_COUNTING,
+        "gpt2",
+        {**SMALL, "steps": 1500, "context": 160, "report_split": "validation"},
+    ),
 )
 
 

@@ -86,7 +86,18 @@ def test_cells_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="train_samples"):
         _config(tmp_path, train_samples=1)
     names = [c.name for c in TestbedConfig().cells()]
-    assert len(names) == len(set(names)) >= 6  # the measured cells
+    assert len(names) == len(set(names)) >= 7  # the measured cells
+
+
+def test_every_measured_cell_makes_valid_run_configs(tmp_path: Path) -> None:
+    """Each default cell's warm start and GRPO run are configs their commands accept (a cell
+    with an unknown or out-of-range setting fails here, not hours into a testbed run)."""
+    cfg = TestbedConfig(out=str(tmp_path))
+    for cell in cfg.cells():
+        ws = testbed.warm_start_config(cfg, cell, tmp_path / cell.name / "warm_start")
+        assert (ws.task, ws.arch) == (cell.task, cell.arch)
+        grpo = testbed.grpo_config(cfg, cell, tmp_path / cell.name / "warm_start", tmp_path)
+        assert grpo.allocator == "uniform" and grpo.task == cell.task
 
 
 def test_a_tiny_cell_runs_then_continues_and_reuses_what_is_finished(
