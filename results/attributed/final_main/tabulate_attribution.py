@@ -1,0 +1,63 @@
+"""The attribution table of results/attributed/final_main/README.md, from the committed evidence
+(``evidence/runs/<entrant>/seed<k>/``): each comparison the reading rule names, paired by seed,
+with ``adaroll compete``'s own statistics (``trainers.experiments.statistics.paired``).
+
+- what the priors buy: ``prior_filter`` against ``uniform``;
+- what the policy adds: ``bamdp`` against ``prior_filter``;
+- whether ``bamdp`` beats the best heuristics: ``bamdp`` against ``knowledge_gradient`` and
+  ``greso``.
+
+    python results/attributed/final_main/tabulate_attribution.py
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from trainers.experiments.statistics import load_run_dir, paired
+
+RUNS = Path(__file__).parent / "evidence" / "runs"
+COMPARISONS = [
+    ("the priors", "prior_filter", "uniform"),
+    ("the policy", "bamdp", "prior_filter"),
+    ("bamdp against a heuristic", "bamdp", "knowledge_gradient"),
+    ("bamdp against a heuristic", "bamdp", "greso"),
+    ("allocation as a whole", "bamdp", "uniform"),
+]
+
+
+def runs_of(name: str) -> list[dict[str, Any]]:
+    """The finished runs of entrant ``name`` in the evidence, by seed."""
+    return [
+        load_run_dir(d, int(d.name.removeprefix("seed")))
+        for d in sorted((RUNS / name).glob("seed*"))
+        if (d / "summary.json").is_file()
+    ]
+
+
+def cell(p: dict[str, Any], key: str) -> str:
+    """``mean ± half-width`` in percentage points and the W/T/L sign count of ``key``."""
+    mean, half = 100 * p[f"delta_{key}_mean"], 100 * p[f"delta_{key}_ci95"]
+    if not math.isfinite(mean):
+        return "— | —"
+    w, t, losses = p[f"signs_{key}"]
+    return f"{mean:+.1f} ± {half:.1f} | {w}/{t}/{losses}"
+
+
+def main() -> None:
+    """Print the table."""
+    print(
+        "| what | entrant − reference | seeds | Δ final pass@1, pts (95 % CI) | W/T/L "
+        "| Δ final pass@8, pts | W/T/L | Δ AUC, pts | W/T/L |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for what, entrant, reference in COMPARISONS:
+        p = paired(runs_of(reference), runs_of(entrant))
+        cells = " | ".join(cell(p, k) for k in ("final", "pass_k", "auc"))
+        print(f"| {what} | `{entrant}` − `{reference}` | {len(p['seeds'])} | {cells} |")
+
+
+if __name__ == "__main__":
+    main()
