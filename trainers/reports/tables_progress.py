@@ -98,6 +98,16 @@ def _evidence(directory: Path, data: Data, out: Output) -> str:
     return "\n".join(parts)
 
 
+def _holds_evidence(directory: Path) -> bool:
+    """Whether a competition's evidence (``config.json`` beside ``runs/``) lies in a folder
+    below ``directory``."""
+    return any(
+        (c.parent / "runs").is_dir()
+        for c in directory.rglob("config.json")
+        if c.parent != directory
+    )
+
+
 def _story(data: Data, out: Output, level: int) -> str:
     """Every README of the folder (the folder's first, then each subfolder's), with tables
     regenerated, evidence tabulated, and what is not committed yet said plainly."""
@@ -122,7 +132,8 @@ def _story(data: Data, out: Output, level: int) -> str:
         text = demote(text.strip("\n"), level + len(d.relative_to(data.base).parts))
         if evidence:
             text += "\n\n" + _evidence(d, data, out)
-        elif not scripts and d != data.base:  # the folder's own README introduces it
+        elif not scripts and d != data.base and not _holds_evidence(d):
+            # (the folder's own README introduces it; a stage's results may lie in a subfolder)
             text += (
                 f"\n\n*No results are committed in `{rel}/` yet: no competition evidence (a "
                 "`config.json` beside `runs/`, as `adaroll compete --tabulate DIR --evidence "

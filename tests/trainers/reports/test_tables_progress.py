@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from trainers.reports.tables_progress import _refresh
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -53,10 +55,10 @@ def test_committed_competition_evidence_is_tabulated_by_compete(tmp_path: Path) 
 
 
 def test_a_stage_without_results_says_so_and_the_folders_own_readme_does_not(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A planned stage (README only) is marked as having no results yet; the folder's own
-    README, which introduces the stages, is not."""
+    README, which introduces the stages, is not, nor a stage whose results lie in a subfolder."""
     from trainers.reports.data import Data, Output
     from trainers.reports.tables_progress import _story
 
@@ -64,7 +66,19 @@ def test_a_stage_without_results_says_so_and_the_folders_own_readme_does_not(
     (base / "planned").mkdir(parents=True)
     (base / "README.md").write_text("# The study\n\nIts stages.\n")
     (base / "planned" / "README.md").write_text("# A planned stage\n")
+    # a stage whose final's evidence (config.json beside runs/) lies in a subfolder
+    (base / "run" / "final" / "runs").mkdir(parents=True)
+    (base / "run" / "final" / "config.json").write_text("{}")
+    (base / "run" / "README.md").write_text("# A stage that ran\n")
+    from trainers.reports import tables_progress
+
+    def fake_evidence(directory: Path, data: Data, out: Output) -> str:
+        return f"(evidence of {directory.name})"
+
+    monkeypatch.setattr(tables_progress, "_evidence", fake_evidence)
     text = _story(Data(tmp_path / "export", "results/study"), Output(tmp_path / "site", "s"), 1)
-    intro, planned = text.split("### A planned stage")
+    intro, rest = text.split("### A planned stage")
+    planned, ran = rest.split("### A stage that ran")
     assert intro.startswith("## The study") and "No results are committed" not in intro
     assert "*No results are committed in `results/study/planned/` yet" in planned
+    assert "No results are committed" not in ran and "(evidence of final)" in ran

@@ -1,0 +1,108 @@
+"""The attributed competition over its cells: each final's paired differences against its own
+``uniform`` and the same pooled over every (cell, seed) pair, from the committed evidence of each
+final (``<final>/runs/<entrant>/seed<k>/``) with ``adaroll compete``'s statistics.
+
+Per entrant and cell: Δ final test pass@1 and Δ AUC (mean pass@1 over the run) in points with
+95 % t-intervals over the cell's seeds and sign counts; then the number of cells whose mean
+Δ final pass@1 is above 0, the pooled Δ over all pairs (t-interval, sign count), and the
+pooled rollouts-to-target ratio: per pair, the rollouts from which the entrant's curve stays at
+or above ``uniform``'s final pass@1 of the same cell and seed, over ``uniform``'s own; the mean
+of the entrants' over the mean of ``uniform``'s (each pair first divided by its ``uniform``'s, so
+that cells of different lengths weigh alike), with a percentile-bootstrap interval over the
+pairs, given only when every pair reached the target. A final whose evidence is not committed
+yet is listed as such.
+
+    python results/attributed/tabulate_pooled.py
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from adaroll_env.stats import mean_ci
+from trainers.experiments.statistics import bootstrap_ratio, load_run_dir, paired, signs
+
+HERE = Path(__file__).parent
+#: cell -> the folder of its final's evidence (config.json beside runs/)
+FINALS = {
+    "arithmetic × tiny (llama)": HERE / "final_main" / "evidence",
+    "arithmetic × qwen3": HERE / "cell_arith_qwen3" / "final",
+    "spell_backward × qwen3": HERE / "cell_spell_qwen3" / "final",
+    "letter_counting × gpt2": HERE / "cell_letters_gpt2" / "final",
+}
+ENTRANTS = ("prior_filter", "bamdp", "knowledge_gradient", "greso")
+BASE = "uniform"
+
+
+def runs_of(final: Path, name: str) -> list[dict[str, Any]]:
+    """The finished runs of entrant ``name`` in one final's evidence."""
+    return [
+        load_run_dir(d, int(d.name.removeprefix("seed")))
+        for d in sorted((final / "runs" / name).glob("seed*"))
+        if (d / "summary.json").is_file()
+    ]
+
+
+def pm(values: list[float]) -> str:
+    """``mean ± half-width`` in points, and the sign count."""
+    if not values:
+        return "— | —"
+    mean, half = mean_ci(values)
+    half_s = f"{100 * half:.1f}" if math.isfinite(half) else "—"
+    return f"{100 * mean:+.1f} ± {half_s} | {'/'.join(map(str, signs(values)))}"
+
+
+def main() -> None:
+    """Print the per-cell and pooled tables."""
+    present = {cell: f for cell, f in FINALS.items() if (f / "runs" / BASE).is_dir()}
+    for cell, f in FINALS.items():
+        if cell not in present:
+            print(f"- {cell}: final not committed yet (`{f.relative_to(HERE)}/`)")
+    print()
+    print("| entrant | cell | seeds | Δ final pass@1, pts (95 % CI) | W/T/L | Δ AUC, pts | W/T/L |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    pooled: dict[str, dict[str, list[Any]]] = {}
+    for name in ENTRANTS:
+        acc = pooled.setdefault(name, {"final": [], "auc": [], "reach": [], "cells_up": []})
+        for cell, f in present.items():
+            base, runs = runs_of(f, BASE), runs_of(f, name)
+            if not runs:
+                continue
+            p = paired(base, runs)
+            acc["final"] += p["delta_final"]
+            acc["auc"] += p["delta_auc"]
+            acc["cells_up"].append(p["delta_final_mean"] > 0)
+            acc["reach"] += [
+                (None if r is None else r / b)
+                for r, b in zip(
+                    p["rollouts_to_base_final"], p["base_rollouts_to_final"], strict=True
+                )
+            ]
+            print(
+                f"| `{name}` | {cell} | {len(p['seeds'])} | {pm(p['delta_final'])} "
+                f"| {pm(p['delta_auc'])} |"
+            )
+    print()
+    print(
+        "| entrant | cells with Δ final > 0 | pairs | pooled Δ final pass@1, pts (95 % CI) "
+        "| W/T/L | pooled Δ AUC, pts | W/T/L | rollouts to target, ratio [95 % CI] |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, acc in pooled.items():
+        reach = acc["reach"]
+        if reach and all(r is not None for r in reach):
+            ratio = sum(reach) / len(reach)
+            ci = bootstrap_ratio(reach, [1.0] * len(reach))
+            ratio_s = f"{ratio:.2f}×" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+        else:
+            ratio_s = f"— ({sum(r is not None for r in reach)}/{len(reach)} reached)"
+        print(
+            f"| `{name}` | {sum(acc['cells_up'])} of {len(acc['cells_up'])} | {len(acc['final'])} "
+            f"| {pm(acc['final'])} | {pm(acc['auc'])} | {ratio_s} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
