@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from adaroll_env.stats import mean_ci
-from trainers.experiments.statistics import bootstrap_ratio, load_run_dir, paired, signs
+from trainers.experiments.statistics import bootstrap_ratio, load_entrant_runs, paired, signs
 
 HERE = Path(__file__).parent
 #: cell -> the folder of its final's evidence (config.json beside runs/)
@@ -38,11 +38,7 @@ BASE = "uniform"
 
 def runs_of(final: Path, name: str) -> list[dict[str, Any]]:
     """The finished runs of entrant ``name`` in one final's evidence."""
-    return [
-        load_run_dir(d, int(d.name.removeprefix("seed")))
-        for d in sorted((final / "runs" / name).glob("seed*"))
-        if (d / "summary.json").is_file()
-    ]
+    return load_entrant_runs(final / "runs" / name)[0]
 
 
 def pm(values: list[float]) -> str:

@@ -54,7 +54,7 @@ from trainers.experiments.plots import plot_accuracy, plot_calibration, plot_inf
 from trainers.experiments.statistics import (
     STEPS_FILE,
     accuracy_row,
-    load_run_dir,
+    load_entrant_runs,
     markdown,
     mechanism,
     paired,
@@ -935,17 +935,10 @@ def _load(cfg: CompeteConfig) -> tuple[dict[str, list[dict[str, Any]]], list[str
     runs: dict[str, list[dict[str, Any]]] = {}
     left_out = []
     for name in cfg.names():
-        for s in cfg.seed_list():
-            d = cfg.run_dir(name, s)
-            if not (d / "summary.json").exists():
-                continue
-            summary = json.loads((d / "summary.json").read_text())
-            stop = str(summary.get("stopped_by", "steps"))
-            if stop.startswith("SIG"):
-                step = summary.get("steps")
-                left_out.append(f"{name} seed {s} (stopped by {stop} after step {step})")
-                continue
-            runs.setdefault(name, []).append(load_run_dir(d, s))
+        found, stopped = load_entrant_runs(cfg.run_dir(name, 0).parent, cfg.seed_list())
+        if found:
+            runs[name] = found
+        left_out += [f"{name} {what}" for what in stopped]
     return runs, left_out
 
 

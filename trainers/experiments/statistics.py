@@ -177,6 +177,32 @@ def load_run_dir(directory: str | os.PathLike[str], seed: int) -> dict[str, Any]
     )
 
 
+def load_entrant_runs(
+    entrant_dir: str | os.PathLike[str], seeds: Sequence[int] | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The finished runs of one entrant (``entrant_dir`` holds ``seed<N>`` run directories, as
+    ``adaroll compete`` and its ``--evidence`` copies write them), by seed: ``load_run_dir`` of
+    each with a ``summary.json``, limited to ``seeds`` when given; and, apart, the runs left out
+    because a signal stopped them before their last step (``"seed 3 (stopped by SIGTERM after
+    step 120)"``), which a table must not read as finished."""
+    import json
+
+    base = Path(entrant_dir)
+    found = {int(d.name[4:]): d for d in base.glob("seed*") if d.name[4:].isdigit()}
+    runs, left_out = [], []
+    for s in sorted(found) if seeds is None else list(seeds):
+        d = found.get(s, base / f"seed{s}")
+        if not (d / "summary.json").is_file():
+            continue
+        summary = json.loads((d / "summary.json").read_text())
+        stop = str(summary.get("stopped_by", "steps"))
+        if stop.startswith("SIG"):
+            left_out.append(f"seed {s} (stopped by {stop} after step {summary.get('steps')})")
+            continue
+        runs.append(load_run_dir(d, s))
+    return runs, left_out
+
+
 def eval_seconds(evals: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> list[float]:
     """Training wall-clock seconds at each evaluation: its ``seconds`` field (the sum of the
     ``step_seconds`` of the steps before it, evaluations excluded), or, for runs written before

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from trainers.experiments.statistics import load_run_dir, paired
+from trainers.experiments.statistics import load_entrant_runs, paired
 
 RUNS = Path(__file__).parent / "evidence" / "runs"
 COMPARISONS = [
@@ -30,11 +30,7 @@ COMPARISONS = [
 
 def runs_of(name: str) -> list[dict[str, Any]]:
     """The finished runs of entrant ``name`` in the evidence, by seed."""
-    return [
-        load_run_dir(d, int(d.name.removeprefix("seed")))
-        for d in sorted((RUNS / name).glob("seed*"))
-        if (d / "summary.json").is_file()
-    ]
+    return load_entrant_runs(RUNS / name)[0]
 
 
 def cell(p: dict[str, Any], key: str) -> str:

@@ -15,6 +15,7 @@ from trainers.experiments.statistics import (
     bootstrap_ratio,
     curve_auc,
     eval_seconds,
+    load_entrant_runs,
     load_run,
     load_run_dir,
     markdown,
@@ -230,6 +231,22 @@ def test_a_run_loads_alike_from_metrics_jsonl_or_steps_csv(tmp_path: Path) -> No
     assert table(small) == table(full)
     with pytest.raises(ValueError, match=r"neither metrics.jsonl nor steps.csv"):
         step_records(tmp_path / "run" / "nothing")
+
+
+def test_an_entrants_runs_load_by_seed_and_stopped_ones_are_set_apart(tmp_path: Path) -> None:
+    metrics = [{"step": 1, "gradient_rollouts": 3, "step_seconds": 0.5}]
+    for s in (10, 2, 0):
+        _run_dir(tmp_path / "uniform" / f"seed{s}", metrics)
+    (tmp_path / "uniform" / "seed5").mkdir()  # started, no summary yet
+    (tmp_path / "uniform" / "seed_notes").mkdir()  # not a seed directory
+    stopped = tmp_path / "uniform" / "seed2" / "summary.json"
+    stopped.write_text(json.dumps({"steps": 7, "stopped_by": "SIGINT", "minutes": 1.0}))
+    runs, left_out = load_entrant_runs(tmp_path / "uniform")
+    assert [r["seed"] for r in runs] == [0, 10]  # numeric order, not text order
+    assert left_out == ["seed 2 (stopped by SIGINT after step 7)"]
+    runs, left_out = load_entrant_runs(tmp_path / "uniform", seeds=[10, 4])
+    assert [r["seed"] for r in runs] == [10] and left_out == []
+    assert load_entrant_runs(tmp_path / "nobody") == ([], [])
 
 
 def test_steps_csv_is_rewritten_when_metrics_grow(tmp_path: Path) -> None:
