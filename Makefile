@@ -32,7 +32,7 @@ help:
 	@echo "make bench-bamdp  bamdp quality, bound gap and decision costs (scripts/bench_bamdp.py)"
 	@echo "make bench-trainer  our GRPO trainer against TRL's GRPOTrainer, same run (scripts/bench_trainer.py)"
 	@echo "make test-vllm  create .venv-vllm (vLLM's CPU build), run tests/vllm against real vLLM"
-	@echo "make test-trl114  create .venv-trl114 (TRL 1.14 and trl-cgrpo), run the TRL-dependent tests"
+	@echo "make test-trl114  create .venv-trl114 (TRL 1.14, trl-cgrpo, reasoning-gym), run the TRL-dependent tests"
 	@echo "make bench-engines  HF vs vLLM tokens/s and GRPO step time (scripts/bench_engines.py)"
 
 $(PY):
@@ -95,7 +95,7 @@ $(TRL114_PY):
 $(TRL114_STAMP): pyproject.toml | $(TRL114_PY)
 	$(TRL114_PY) -m pip install --quiet --upgrade pip
 	$(TRL114_PY) -m pip install --quiet "torch==$(TORCH_VERSION)"
-	$(TRL114_PY) -m pip install --quiet -e ".[dev,train,cgrpo]" "torch==$(TORCH_VERSION)" "$(TRL114_SPEC)"
+	$(TRL114_PY) -m pip install --quiet -e ".[dev,train,cgrpo,rg]" "torch==$(TORCH_VERSION)" "$(TRL114_SPEC)"
 	$(TRL114_PY) -c "import sys, torch, trl, trl_cgrpo; print('trl', trl.__version__, 'trl-cgrpo', trl_cgrpo.__version__, 'torch', torch.__version__); sys.exit(0 if '+cpu' in torch.__version__ and trl.__version__.startswith('1.14.') else 'expected trl 1.14 and the CPU torch: rm -rf $(TRL114_VENV) and retry')"
 	touch $(TRL114_STAMP)
 
