@@ -18,10 +18,12 @@ TRL for ``uniform``, trl-cgrpo's C-GRPO for ``cgrpo``) writing the same run dire
 everything below reads it unchanged; the TRL version goes into each run's provenance and one
 competition directory holds one TRL version's runs.
 
-``--tabulate DIR`` rebuilds a competition from ``DIR/config.json`` and tabulates its runs without
-running any; ``--evidence DEST`` beside it copies the small files every table is made from
-(``EVIDENCE_RUN_FILES`` of each run, the configs and the command: ``copy_evidence``) to ``DEST``
-and tabulates there, so that ``DEST`` can be committed and the tables regenerated from it alone.
+``--resume DIR`` continues a stopped competition with the settings ``DIR/config.json`` recorded
+(rerunning the command that started it does the same). ``--tabulate DIR`` rebuilds a competition
+from ``DIR/config.json`` and tabulates its runs without running any; ``--evidence DEST`` beside
+it copies the small files every table is made from (``EVIDENCE_RUN_FILES`` of each run, the
+configs and the command: ``copy_evidence``) to ``DEST`` and tabulates there, so that ``DEST``
+can be committed and the tables regenerated from it alone.
 """
 
 from __future__ import annotations
@@ -249,6 +251,16 @@ class CompeteConfig:
             "the plots into DIR. Only --baseline, --allow-mixed and --evidence go with it"
         ),
     )
+    resume: str | None = field(
+        default=None,
+        metadata=field_help(
+            "continue the competition DIR after a stop (Ctrl-C, SIGTERM, a closed session, a "
+            "hard kill): every setting (entrants, seeds, shared run settings, trainer) comes "
+            "from DIR/config.json, the finished runs are skipped and the others resume from "
+            "their last checkpoints; the same as rerunning the command that started it. Only "
+            "--workers, --stop-grace, --progress, --baseline and --allow-mixed go with it"
+        ),
+    )
     evidence: str | None = field(
         default=None,
         metadata=field_help(
@@ -274,15 +286,23 @@ class CompeteConfig:
     )
 
     def __post_init__(self) -> None:
+        if self.tabulate is not None and self.resume is not None:
+            raise ValueError(
+                f"--tabulate ({self.tabulate}) and --resume ({self.resume}) both given: "
+                "--resume DIR runs what is left of a competition and tabulates it at the end; "
+                "--tabulate DIR only tabulates. Give one"
+            )
         if self.tabulate is not None:
-            self._read_recorded(Path(self.tabulate))
+            self._read_recorded(Path(self.tabulate), "tabulate")
             return
         if self.evidence is not None:
             raise ValueError(
                 f"--evidence {self.evidence} copies a finished competition's small files: give "
                 "the competition directory with it, --tabulate DIR --evidence DEST"
             )
-        if self.entrants is not None:
+        if self.resume is not None:
+            self._read_recorded(Path(self.resume), "resume")
+        elif self.entrants is not None:
             if self.allocators is not None:
                 raise ValueError(
                     f"--entrants ({self.entrants}) and --allocators ({self.allocators}) both "
@@ -369,12 +389,14 @@ class CompeteConfig:
 
             require_cgrpo()  # the extra and the TRL line it needs, named
 
-    def _read_recorded(self, directory: Path) -> None:
-        """``--tabulate DIR``: every setting of the competition from ``DIR/config.json`` (the
-        config ``main`` wrote when it ran), ``out`` set to ``DIR``. A setting given here that
-        differs from both its default and the recorded value is refused (the table would not be
-        the competition's); ``baseline``, ``allow_mixed`` and ``evidence`` are this call's."""
-        data = _recorded_competition(directory)
+    def _read_recorded(self, directory: Path, flag: Literal["tabulate", "resume"]) -> None:
+        """``--tabulate DIR`` or ``--resume DIR`` (``flag``): every setting of the competition
+        from ``DIR/config.json`` (the config ``main`` wrote when it ran), ``out`` set to ``DIR``.
+        A setting given here that differs from both its default and the recorded value is
+        refused (the table, or the runs resumed, would not be the competition's); ``baseline``,
+        ``allow_mixed``, ``evidence`` (tabulate) and ``workers``, ``stop_grace``, ``progress``
+        (not recorded as results) are this call's."""
+        data = _recorded_competition(directory, flag)
         grpo = _recorded_grpo(data["grpo"], directory / "config.json")
         recorded: dict[str, Any] = {
             "allocators": data.get("allocators"),
@@ -399,10 +421,16 @@ class CompeteConfig:
         ]
         if given:
             listed = ", ".join(f"--{n.replace('_', '-')} ({v!r})" for n, v in given)
+            allowed = (
+                "--baseline, --allow-mixed and --evidence go with --tabulate; to run other "
+                "settings, run adaroll compete without it"
+                if flag == "tabulate"
+                else "--workers, --stop-grace, --progress, --baseline and --allow-mixed go with "
+                "--resume; to run other settings, start another competition with its own --out"
+            )
             raise ValueError(
-                f"--tabulate {directory} takes the competition's settings from its config.json; "
-                f"drop {listed} (only --baseline, --allow-mixed and --evidence go with "
-                "--tabulate; to run other settings, run adaroll compete without it)"
+                f"--{flag} {directory} takes the competition's settings from its config.json; "
+                f"drop {listed} (only {allowed})"
             )
         for name, value in recorded.items():
             setattr(self, name, value)
@@ -593,7 +621,8 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
 
     Every run checkpoints periodically (``save_every`` steps, ``save_minutes``) and is done
     only by its ``DONE`` marker, so rerunning the same command after any stop, a hard kill
-    included, skips the finished runs and resumes the others from their last checkpoints. On
+    included (or ``--resume OUT``), skips the finished runs and resumes the others from their
+    last checkpoints. On
     SIGINT/SIGTERM every running run finishes its step and saves, no new run starts, a run still
     busy ``stop_grace`` seconds later is killed and named, and ``stopping.RunInterrupted`` is
     raised. The output is mirrored to ``compete.log``; each run's own to its ``run.log``.
@@ -610,8 +639,10 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     _check_trainer_version(cfg)
     resolve_model_dir(cfg.grpo.model)  # builds the tiny warm start once, before workers start
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
-    _record_command(out, asdict(cfg))
+    # the competition's settings, the same however it was (re)started
+    recorded = {**asdict(cfg), "resume": None}
+    (out / "config.json").write_text(json.dumps(recorded, indent=2) + "\n")
+    _record_command(out, recorded)
     todo = [j for j in jobs if not _finished(j)]
     threads = jobs[0].torch_threads()
     with guarded_output(out / COMPETE_LOG):
@@ -635,8 +666,8 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
             )
             message = (
                 f"adaroll compete: stopped by {name}; finished runs are kept and each "
-                f"interrupted run saved a checkpoint{stuck}: rerun the same command to continue "
-                f"({out})"
+                f"interrupted run saved a checkpoint{stuck}: to continue, rerun the same command "
+                f"or adaroll compete --resume {out}"
             )
             print(message, flush=True)  # one line, never wrapped
             raise stopping.RunInterrupted(signum or stopping.signal_number("SIGTERM"), message)
@@ -709,7 +740,10 @@ def _failure_message(failed: list[GRPOConfig]) -> str:
     return (
         "adaroll compete: "
         + "\n".join(parts)
-        + ("\nthe other runs are kept; fix the cause and rerun the same command to continue")
+        + (
+            "\nthe other runs are kept; fix the cause and rerun the same command (or adaroll "
+            "compete --resume with the competition directory) to continue"
+        )
     )
 
 
@@ -831,12 +865,13 @@ EVIDENCE_RUN_FILES = ("config.json", "eval.jsonl", STEPS_FILE, "summary.json", "
 COMMAND_FILE = "command.txt"
 
 
-def _recorded_competition(directory: Path) -> dict[str, Any]:
-    """``directory/config.json``, the config ``main`` wrote, checked to be a competition's."""
+def _recorded_competition(directory: Path, flag: str = "tabulate") -> dict[str, Any]:
+    """``directory/config.json``, the config ``main`` wrote, checked to be a competition's
+    (``flag``: the option that named the directory, for the messages)."""
     path = directory / "config.json"
     if not path.is_file():
         raise ValueError(
-            f"--tabulate {directory}: no config.json there, so it is not a competition directory "
+            f"--{flag} {directory}: no config.json there, so it is not a competition directory "
             "of adaroll compete (config.json and runs/<entrant>/seed<k>/): give the --out of a "
             "competition"
         )
@@ -897,7 +932,7 @@ def equivalent_command(config: dict[str, Any]) -> str:
     items = [
         (name, config[name], f.default)
         for name, f in defaults.items()
-        if f.init and name in config and name not in ("grpo", "tabulate", "evidence")
+        if f.init and name in config and name not in ("grpo", "tabulate", "evidence", "resume")
     ] + [(name, grpo[name], shared[name]) for name in flags if name in grpo]
     argv = ["adaroll", "compete"]
     for name, value, default in items:

@@ -13,6 +13,7 @@ import json
 import math
 import re
 import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,7 @@ def test_a_signal_stops_the_workers_each_run_resumable(
     stdout, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 143, stderr[-3000:]
     assert "rerun the same command" in stdout and "Traceback" not in stderr
+    assert f"adaroll compete --resume {out}" in stdout
     for d, spec in zip(dirs, ("uniform", "bamdp"), strict=True):
         steps = len(read_jsonl(d / "metrics.jsonl"))
         assert checkpoint_dirs(d)[-1].name == f"step-{steps:06d}"
@@ -593,6 +595,47 @@ def test_tabulate_and_evidence_from_the_command_line(
     # and from the evidence alone, again (it now holds a table of its own to overwrite)
     assert cli(["compete", "--tabulate", str(dest), "--baseline", "fast"]) == 0
     assert "**Paired against fast**" in (dest / "table.md").read_text()
+
+
+def test_resume_runs_what_is_left_with_the_recorded_settings(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainers.cli import main as cli
+
+    out = tmp_path / "c"
+    start = ["compete", "--allocators", "uniform", "--seeds", "2", "--workers", "1",
+             "--model", str(tiny_model_dir), "--steps", "2", "--batch-size", "4",
+             "--group-size", "2", "--eval-every", "2", "--eval-size", "4", "--eval-k", "1",
+             "--no-progress", "--out", str(out)]  # fmt: skip
+    assert cli(start) == 0
+    recorded = (out / "config.json").read_text()
+    done = out / "runs" / "uniform" / "seed0" / "summary.json"
+    before = done.stat().st_mtime_ns
+    shutil.rmtree(out / "runs" / "uniform" / "seed1")  # as if stopped before it started
+    capsys.readouterr()
+    assert cli(["compete", "--resume", str(out), "--workers", "1", "--no-progress"]) == 0
+    assert "1 already done" in capsys.readouterr().out
+    assert (out / "runs" / "uniform" / "seed1" / "DONE").is_file()
+    assert done.stat().st_mtime_ns == before  # the finished run was not touched
+    assert (out / "config.json").read_text() == recorded  # the same competition
+    assert json.loads(recorded)["resume"] is None
+    starts = (out / "command.txt").read_text().splitlines()
+    assert len(starts) == 2 and f"--resume {out}" in starts[1]
+    assert json.loads((out / "summary.json").read_text())["runs"] == {"uniform": [0, 1]}
+    for args, what in [
+        (["--steps", "5"], r"--resume .*takes the competition's settings .*drop --steps \(5\)"),
+        (["--allocators", "bamdp"], r"drop --allocators \('bamdp'\) \(only --workers"),
+        (["--tabulate", str(out)], r"--tabulate .* and --resume .* both given"),
+        (["--evidence", str(tmp_path / "e")], r"--evidence .* copies a finished competition"),
+    ]:  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            cli(["compete", "--resume", str(out), *args])
+        assert exc.value.code == 2
+        assert re.search(what, capsys.readouterr().err), what
+    with pytest.raises(SystemExit):
+        cli(["compete", "--resume", str(tmp_path / "nowhere")])
+    err = capsys.readouterr().err
+    assert f"--resume {tmp_path / 'nowhere'}: no config.json there" in err
 
 
 def test_tabulate_takes_its_settings_from_the_record(
