@@ -40,7 +40,16 @@ ROOT = Path(__file__).resolve().parents[2]
 SITE_RESULTS = "docs/site/results"
 TEMPLATES = f"{SITE_RESULTS}/_templates"
 #: every results page, in the order the index lists them
-PAGES = ("index", "training", "simulator", "speed", "per_prompt", "attributed", "trl_recipe")
+PAGES = (
+    "index",
+    "training",
+    "simulator",
+    "speed",
+    "per_prompt",
+    "attributed",
+    "trl_recipe",
+    "trl_final",
+)
 
 _MARKER = re.compile(r"^<!-- results:(\w+)\s*(.*?)\s*-->$")
 #: the one line of a page that changes when nothing else does
