@@ -116,8 +116,8 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile -q -m "not slow"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext
-	$(VENV)/bin/ruff format --check adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext
+	$(VENV)/bin/ruff check adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext results
+	$(VENV)/bin/ruff format --check adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext results
 	$(VENV)/bin/mypy
 
 # The site from scratch: Sphinx (MyST pages, Furo), warnings as errors, every problem listed
@@ -136,8 +136,8 @@ screenshots: $(STAMP)
 	$(PY) scripts/site_screenshots.py
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext
-	$(VENV)/bin/ruff check --fix adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext
+	$(VENV)/bin/ruff format adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext results
+	$(VENV)/bin/ruff check --fix adaroll_env agents trainers scripts tests docs/site/conf.py docs/site/_ext results
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info build/docs docs/site/_generated

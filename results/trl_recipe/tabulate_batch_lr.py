@@ -12,7 +12,13 @@ from pathlib import Path
 HERE = Path(__file__).parent / "batch_lr"
 
 
+def order(setting: str) -> tuple[int, float]:
+    """Batch size ascending, then learning rate descending (``b64_lr2e-4``)."""
+    return int(setting[1:].split("_")[0]), -float(setting.split("lr")[1])
+
+
 def main() -> None:
+    """Print the table."""
     runs: dict[str, list[tuple[list[float], float, float]]] = {}
     for ev in sorted(HERE.glob("*.eval.jsonl")):
         name = ev.name.removesuffix(".eval.jsonl")
@@ -21,11 +27,13 @@ def main() -> None:
         with open(HERE / f"{name}.steps.csv") as f:
             rows = list(csv.DictReader(f))
         first = float(rows[0]["update_norm"])
-        later = [float(r["update_norm"]) for r in rows[1:] if not math.isnan(float(r["update_norm"]))]
+        norms = [float(r["update_norm"]) for r in rows[1:]]
+        later = [u for u in norms if not math.isnan(u)]
         runs.setdefault(setting, []).append((curve, first, statistics.mean(later)))
-    print("| B, lr | validation pass@1 at steps 0/100/200/300/400 (seed 100; seed 101) | Δ final, mean | update norm: first step / later mean |")
+    print("| B, lr | validation pass@1 at steps 0/100/200/300/400 (seed 100; seed 101) "
+          "| Δ final, mean | update norm: first step / later mean |")  # fmt: skip
     print("|---|---|---:|---:|")
-    for setting, rs in sorted(runs.items(), key=lambda kv: (int(kv[0][1:].split("_")[0]), -float(kv[0].split("lr")[1]))):
+    for setting, rs in sorted(runs.items(), key=lambda kv: order(kv[0])):
         b, lr = setting[1:].split("_lr")
         curves = "; ".join(" / ".join(f"{x:.1f}" for x in c) for c, _, _ in rs)
         delta = statistics.mean(c[-1] - c[0] for c, _, _ in rs)
