@@ -622,10 +622,9 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     Every run checkpoints periodically (``save_every`` steps, ``save_minutes``) and is done
     only by its ``DONE`` marker, so rerunning the same command after any stop, a hard kill
     included (or ``--resume OUT``), skips the finished runs and resumes the others from their
-    last checkpoints. On
-    SIGINT/SIGTERM every running run finishes its step and saves, no new run starts, a run still
-    busy ``stop_grace`` seconds later is killed and named, and ``stopping.RunInterrupted`` is
-    raised. The output is mirrored to ``compete.log``; each run's own to its ``run.log``.
+    last checkpoints. On SIGINT/SIGTERM every running run finishes its step and saves, no new
+    run starts, a run still busy ``stop_grace`` seconds later is killed and named, and
+    ``stopping.RunInterrupted`` is raised. The output is mirrored to ``compete.log``; each run's own to its ``run.log``.
     """
     from trainers.models.loading import resolve_model_dir
     from trainers.run.grpo_command import check_model_path
@@ -865,7 +864,7 @@ EVIDENCE_RUN_FILES = ("config.json", "eval.jsonl", STEPS_FILE, "summary.json", "
 COMMAND_FILE = "command.txt"
 
 
-def _recorded_competition(directory: Path, flag: str = "tabulate") -> dict[str, Any]:
+def _recorded_competition(directory: Path, flag: str) -> dict[str, Any]:
     """``directory/config.json``, the config ``main`` wrote, checked to be a competition's
     (``flag``: the option that named the directory, for the messages)."""
     path = directory / "config.json"

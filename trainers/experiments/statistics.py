@@ -190,9 +190,9 @@ def load_entrant_runs(
     base = Path(entrant_dir)
     found = {int(d.name[4:]): d for d in base.glob("seed*") if d.name[4:].isdigit()}
     runs, left_out = [], []
-    for s in sorted(found) if seeds is None else list(seeds):
-        d = found.get(s, base / f"seed{s}")
-        if not (d / "summary.json").is_file():
+    for s in sorted(found) if seeds is None else seeds:
+        d = found.get(s)
+        if d is None or not (d / "summary.json").is_file():
             continue
         summary = json.loads((d / "summary.json").read_text())
         stop = str(summary.get("stopped_by", "steps"))
