@@ -624,7 +624,8 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
     included (or ``--resume OUT``), skips the finished runs and resumes the others from their
     last checkpoints. On SIGINT/SIGTERM every running run finishes its step and saves, no new
     run starts, a run still busy ``stop_grace`` seconds later is killed and named, and
-    ``stopping.RunInterrupted`` is raised. The output is mirrored to ``compete.log``; each run's own to its ``run.log``.
+    ``stopping.RunInterrupted`` is raised. The output is mirrored to ``compete.log``; each run's
+    own to its ``run.log``.
     """
     from trainers.models.loading import resolve_model_dir
     from trainers.run.grpo_command import check_model_path
