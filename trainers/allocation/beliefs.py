@@ -14,6 +14,19 @@ prompt before its own evidence:
   smaller groups share the fit of the whole store; a prompt's own evidence then goes on top, so a
   new prompt starts from what its group's prompts say and a revisited one from its own history.
 
+How old evidence enters a fit (``fit``):
+
+* ``"discounted"`` (the default so far): each prompt's discounted counts, read as if they were
+  observations. Discounting shrinks a prompt's 8 rollouts seen 20 steps ago to 2.9 "rollouts",
+  and a handful of rollouts cannot show how far pass rates spread, so the fit leans toward a
+  concentrated Beta; when a group has only a few recent prompts (an allocator that rarely
+  samples it) the fit can run to its bound: Beta(331, 9979), "every prompt of the group passes
+  3.2 % of the time, certainly".
+* ``"weighted"``: each prompt's counts as they were observed, the prompt *weighted* by
+  ``decay`` to the power of its age: old prompts say less about today's population of pass
+  rates, but their rollouts keep what they say about its spread. On a population that does not
+  move it recovers the Beta the pass rates were drawn from.
+
 Fits are refreshed every ``refit_every`` steps (a fit is tens of milliseconds on ten thousand
 prompts, and every new prior changes ``bamdp``'s tables) and rounded to 2 % in log space, so
 that a refit which barely moves the estimate does not make allocators rebuild tables.
@@ -37,6 +50,7 @@ from adaroll_env.model import PRIOR_MAX, posterior_mean
 from adaroll_env.priors import fit_beta_binomial
 
 BasePrior = Literal["fixed", "fitted"]
+FitEvidence = Literal["discounted", "weighted"]
 
 #: Fitted priors are rounded to this relative step in log space (2 %).
 FIT_ROUNDING = 0.02
@@ -64,6 +78,7 @@ class BeliefStore:
         base: BasePrior = "fixed",
         min_fit: int = 20,
         refit_every: int = 10,
+        fit: FitEvidence = "discounted",
     ) -> None:
         if not (0.0 < decay <= 1.0):
             raise ValueError(f"decay must be in (0, 1], got {decay!r}")
@@ -73,6 +88,11 @@ class BeliefStore:
             )
         if base not in ("fixed", "fitted"):
             raise ValueError(f"base must be 'fixed' or 'fitted', got {base!r}")
+        if fit not in ("discounted", "weighted"):
+            raise ValueError(
+                f"fit must be 'discounted' or 'weighted' (how old evidence enters a fitted "
+                f"prior), got {fit!r}"
+            )
         if int(min_fit) < 2:
             raise ValueError(f"min_fit must be >= 2 (a fit needs two prompts), got {min_fit!r}")
         if int(refit_every) < 1:
@@ -83,6 +103,7 @@ class BeliefStore:
         self.base = base
         self.min_fit = int(min_fit)
         self.refit_every = int(refit_every)
+        self.fit: FitEvidence = fit
         self._a: dict[int, float] = {}
         self._b: dict[int, float] = {}
         self._seen: dict[int, int] = {}
@@ -132,9 +153,18 @@ class BeliefStore:
             live = ev.sum(axis=1) > 0
         if np.count_nonzero(live) < 2:
             return
-        self._fits[None] = _rounded(
-            fit_beta_binomial(ev[live, 0], ev[live, 1], start=previous.get(None))
-        )
+        if self.fit == "weighted":  # counts as observed, each prompt weighted by its age
+            counts, weight = np.stack([a, b], axis=1), w
+        else:  # discounted counts read as observations
+            counts, weight = ev, np.ones(n)
+
+        def fit(rows: Any, key: Hashable | None) -> tuple[float, float]:
+            c = counts[rows]
+            return _rounded(
+                fit_beta_binomial(c[:, 0], c[:, 1], weights=weight[rows], start=previous.get(key))
+            )
+
+        self._fits[None] = fit(live, None)
         groups: dict[Hashable, list[int]] = {}
         for row in np.flatnonzero(live).tolist():
             pid = ids[row]
@@ -142,10 +172,7 @@ class BeliefStore:
                 groups.setdefault(self._group[pid], []).append(row)
         for key, rows in groups.items():
             if len(rows) >= self.min_fit:
-                sub = ev[rows]
-                self._fits[key] = _rounded(
-                    fit_beta_binomial(sub[:, 0], sub[:, 1], start=previous.get(key))
-                )
+                self._fits[key] = fit(rows, key)
 
     def _maybe_refit(self, step: int) -> None:
         if self.base != "fitted":
@@ -311,6 +338,7 @@ class BeliefStore:
             "base": self.base,
             "min_fit": self.min_fit,
             "refit_every": self.refit_every,
+            "fit": self.fit,
             "ids": ids,
             "a": [self._a[i] for i in ids],
             "b": [self._b[i] for i in ids],
@@ -329,6 +357,7 @@ class BeliefStore:
         self.base = state["base"]
         self.min_fit = int(state["min_fit"])
         self.refit_every = int(state.get("refit_every", self.refit_every))
+        self.fit = state.get("fit", "discounted")  # stores saved before the option: discounted
         ids = [int(i) for i in state["ids"]]
         self._a = dict(zip(ids, map(float, state["a"]), strict=True))
         self._b = dict(zip(ids, map(float, state["b"]), strict=True))

@@ -125,6 +125,7 @@ class CompeteConfig:
             "utility",
             "belief_prior",
             "belief_decay",
+            "belief_fit",
             "belief_group",
             "lr",
             "loss_type",

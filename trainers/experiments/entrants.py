@@ -38,6 +38,7 @@ ENTRANT_SETTINGS: tuple[str, ...] = (
     "utility",
     "belief_prior",
     "belief_decay",
+    "belief_fit",
     "belief_group",
     "prior_alpha",
     "prior_beta",

@@ -396,6 +396,7 @@ def build_trainer(
         max_group=cfg.max_group,
         belief_decay=cfg.belief_decay,
         belief_prior=cfg.belief_prior,
+        belief_fit=cfg.belief_fit,
         belief_group=None if group == "none" else group,
         **cfg.round_arguments(),
     )

@@ -25,6 +25,7 @@ ChatTemplate = Literal["auto", "none"]
 Dtype = Literal["auto", "float32", "bfloat16"]
 OldLogprobs = Literal["recompute", "engine"]
 BeliefPrior = Literal["fixed", "fitted"]
+BeliefFit = Literal["discounted", "weighted"]
 EvalSplit = Literal["test", "validation"]
 
 #: std added to the denominator of scaled advantages (TRL's value).
@@ -158,6 +159,15 @@ class GRPOConfig:
         metadata=field_help(
             "prior of unseen prompts: 'fixed', or 'fitted' to the belief store (Beta-binomial "
             "marginal likelihood of its counts)"
+        ),
+    )
+    belief_fit: BeliefFit = field(
+        default="discounted",
+        metadata=field_help(
+            "how old evidence enters a fitted prior: 'discounted' (each prompt's counts "
+            "discounted by --belief-decay, read as observations; leans toward a concentrated "
+            "Beta, and runs to its bound on a group with few recent prompts) or 'weighted' "
+            "(counts as observed, each prompt weighted by decay**age)"
         ),
     )
     belief_group: str = field(
@@ -308,6 +318,7 @@ class GRPOConfig:
             ("dtype", Dtype),
             ("old_logprobs", OldLogprobs),
             ("belief_prior", BeliefPrior),
+            ("belief_fit", BeliefFit),
             ("chat_template", ChatTemplate),
             ("eval_split", EvalSplit),
         ):
@@ -456,6 +467,11 @@ class GRPOConfig:
         if not self.belief_group.strip():
             raise ValueError(
                 "belief_group is empty: give 'none', 'level' or a column of the task's rows"
+            )
+        if self.belief_fit != "discounted" and self.belief_prior != "fitted":
+            raise ValueError(
+                f"belief_fit {self.belief_fit!r} says how a fitted prior reads old evidence, "
+                "which needs --belief-prior fitted (a fixed prior is not fitted)"
             )
         if self.belief_group not in ("none", "auto") and self.belief_prior != "fitted":
             raise ValueError(

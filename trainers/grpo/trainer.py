@@ -155,7 +155,11 @@ class GRPOTrainer:
             max_new_tokens=cfg.max_completion_length, temperature=cfg.temperature, top_p=cfg.top_p
         )
         self.beliefs = BeliefStore(
-            cfg.prior_alpha, cfg.prior_beta, decay=cfg.belief_decay, base=cfg.belief_prior
+            cfg.prior_alpha,
+            cfg.prior_beta,
+            decay=cfg.belief_decay,
+            base=cfg.belief_prior,
+            fit=cfg.belief_fit,
         )
         self._prompt_ids: dict[int, list[int]] = {}
         self.data = DataOrder(self.task.train, seed=cfg.seed)

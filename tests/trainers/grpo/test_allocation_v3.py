@@ -101,6 +101,12 @@ def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir, tmp_path):
     assert rec["calibration"]["store"]["rollouts"] == cal["store"]["rollouts"]
 
 
+@pytest.mark.parametrize("fit", ["discounted", "weighted"])
+def test_the_store_fits_as_configured(tiny_model_dir, fit):
+    t = GRPOTrainer(cfg(tiny_model_dir, allocator="uniform", belief_fit=fit))
+    assert t.beliefs.fit == fit
+
+
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
@@ -109,6 +115,8 @@ def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir, tmp_path):
         ({"pool_size": 4}, "smaller than batch_size"),
         ({"belief_group": "level", "belief_prior": "fixed"}, "needs --belief-prior fitted"),
         ({"belief_group": " ", "belief_prior": "fitted"}, "belief_group is empty"),
+        ({"belief_fit": "weighted", "belief_prior": "fixed"}, "needs --belief-prior fitted"),
+        ({"belief_fit": "counts"}, r"belief_fit must be one of \['discounted', 'weighted'\]"),
         ({"pool_size": 16, "pilot": 2}, "pilot·pool_size"),
     ],
 )

@@ -535,6 +535,25 @@ def test_belief_groups_from_a_dataset_column(
             belief_group="level",
             belief_prior="fixed",
         )
+    with pytest.raises(ValueError, match=r"belief_fit 'weighted' .* needs belief_prior='fitted'"):
+        build(
+            AllocatingGRPOTrainer,
+            tiny_model_dir,
+            dataset,
+            tmp_path,
+            belief_fit="weighted",
+            belief_prior="fixed",
+        )
+    weighted = build(
+        AllocatingGRPOTrainer,
+        tiny_model_dir,
+        dataset,
+        tmp_path / "weighted",
+        allocator="bamdp",
+        belief_fit="weighted",
+        belief_group="level",
+    )
+    assert weighted.belief_store.fit == "weighted" and trainer.belief_store.fit == "discounted"
     bad = build(
         AllocatingGRPOTrainer,
         tiny_model_dir,
