@@ -1,10 +1,17 @@
-"""Rollouts and held-out pass@1 per difficulty level, per entrant, of a TRL competition.
+"""Where the rollouts went and what the priors said, per difficulty level, per entrant and seed.
 
-What a run's beliefs (``beliefs.json``: each training prompt that got a rollout, its level,
-rollouts and successes) say about where the rollouts went, beside the final held-out pass@1 per
-level (``eval.jsonl``). ``beliefs.json`` is not part of the committed evidence, so this reads the
-competition directory and writes ``per_level.json`` (small) into the evidence directory, from
-which it prints the table again. Usage, from the repository root:
+What a run's ``beliefs.json`` can say exactly: each training prompt enters the store at its first
+rollout, so the prompts of a level in the store are the distinct prompts of that level that got
+at least one rollout in the whole run (with one seed every entrant draws the same prompts, and
+plain TRL gives every drawn prompt its group, so its count is the number drawn). Beside it: the
+success rate of the evidence the store still holds for them (each prompt's last visits, old ones
+discounted by ``decay`` per step: recent training accuracy on the level, not a whole-run count),
+the level's fitted prior at the end (mean and concentration a + b), and the final held-out
+pass@1 on the level (``eval.jsonl``). The store does not keep how many rollouts each prompt got
+over the run (its counts decay), so neither does this. ``beliefs.json`` is not part of the
+committed evidence, so this reads the competition directory and writes ``per_level.json``
+(small) into the evidence directory, from which it prints the table again. Usage, from the
+repository root:
 
     python results/trl_final/per_level.py COMPETITION_DIR EVIDENCE_DIR   # collect, write, print
     python results/trl_final/per_level.py EVIDENCE_DIR                   # print
@@ -22,8 +29,9 @@ FILE = "per_level.json"
 
 
 def collect(competition: Path) -> dict[str, Any]:
-    """Per entrant and seed: per level, the training prompts that got a rollout, their rollouts
-    and successes, and the final held-out pass@1."""
+    """Per entrant and seed: per level, the distinct training prompts that got a rollout, the
+    successes and rollouts of the evidence left on them, the level's fitted prior at the end and
+    the final held-out pass@1."""
     out: dict[str, Any] = {}
     for run in sorted(competition.glob("runs/*/seed*")):
         if not (run / "DONE").exists() or not (run / "beliefs.json").exists():
@@ -36,9 +44,11 @@ def collect(competition: Path) -> dict[str, Any]:
             cell[0] += 1
             cell[1] += r
             cell[2] += s
+        priors = beliefs.get("group_priors") or {}
         final = [json.loads(x) for x in (run / "eval.jsonl").read_text().splitlines()][-1]
         out.setdefault(run.parent.name, {})[run.name] = {
-            level: {"prompts_with_rollouts": n, "rollouts": rollouts, "successes": successes,
+            level: {"prompts_with_rollouts": n, "evidence_rollouts": rollouts,
+                    "evidence_successes": successes, "fitted_prior": priors.get(level),
                     "final_pass@1": final.get(f"pass@1/level{level}")}
             for level, (n, rollouts, successes) in sorted(levels.items())
         }  # fmt: skip
@@ -47,18 +57,21 @@ def collect(competition: Path) -> dict[str, Any]:
 
 def show(data: dict[str, Any]) -> None:
     """One row per entrant, seed and level."""
-    print("| entrant | seed | level | prompts with rollouts | rollouts per such prompt "
-          "| success rate of its rollouts | final held-out pass@1, % |")  # fmt: skip
+    print("| entrant | seed | level | distinct prompts given a rollout "
+          "| success rate of the evidence held | fitted prior at the end: mean, a + b "
+          "| final held-out pass@1, % |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, seeds in data.items():
         for seed, levels in seeds.items():
             for level, c in levels.items():
-                n, r = c["prompts_with_rollouts"], c["rollouts"]
-                rate = c["successes"] / r if r else float("nan")
+                n, r = c["prompts_with_rollouts"], c["evidence_rollouts"]
+                rate = c["evidence_successes"] / r if r else float("nan")
+                prior = c.get("fitted_prior")
+                fit = "—" if not prior else f"{prior[0] / sum(prior):.3f}, {sum(prior):.3g}"
                 final = c["final_pass@1"]
                 shown = "—" if final is None else f"{100 * final:.1f}"
                 print(f"| `{name}` | {seed.removeprefix('seed')} | {level} | {n:,} "
-                      f"| {r / max(n, 1):.1f} | {rate:.2f} | {shown} |")  # fmt: skip
+                      f"| {rate:.3f} | {fit} | {shown} |")  # fmt: skip
 
 
 def main(args: list[str]) -> None:
