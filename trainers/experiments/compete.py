@@ -65,7 +65,7 @@ from trainers.experiments.statistics import (
 )
 from trainers.experiments.trl_run import TRL_FIELDS, LrSchedule, TrlRunConfig, trl_checkpoints
 from trainers.grpo import GRPOConfig, field_help
-from trainers.grpo.config import check_config_int
+from trainers.grpo.config import ABSENT_MEANS, check_config_int
 from trainers.run import stopping
 from trainers.trl.cgrpo import CGRPO
 
@@ -890,11 +890,13 @@ def _recorded_competition(directory: Path, flag: str) -> dict[str, Any]:
 
 def _recorded_grpo(data: dict[str, Any], where: Path) -> GRPOConfig:
     """The shared run settings recorded in a competition's config.json (fields this version no
-    longer has are ignored; fields it added since take their competition defaults)."""
+    longer has are ignored; fields it added since take what such a competition ran with,
+    ``ABSENT_MEANS``, else their competition defaults)."""
     known = {f.name for f in dataclasses.fields(GRPOConfig) if f.init}
+    absent = {k: v for k, v in ABSENT_MEANS.items() if k not in data}
     try:
         return dataclasses.replace(
-            _competition_defaults(), **{k: v for k, v in data.items() if k in known}
+            _competition_defaults(), **absent, **{k: v for k, v in data.items() if k in known}
         )
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: its shared run settings ('grpo') are invalid: {exc}") from None

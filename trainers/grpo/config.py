@@ -547,6 +547,10 @@ RESUME_MAY_CHANGE = frozenset(
     }
 )
 
+#: what a config written before a field existed ran with, where that is not (or may stop being)
+#: the field's default: a run's ``config.json`` without ``belief_fit`` fitted discounted counts.
+ABSENT_MEANS: dict[str, Any] = {"belief_fit": "discounted"}
+
 #: the most torch threads chosen automatically: the small models here gain nothing from more,
 #: and OpenMP threads that wait on each other on a busy machine make every kernel slow.
 AUTO_THREADS_MAX = 4

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from trainers.grpo.config import RESUME_MAY_CHANGE, GRPOConfig
+from trainers.grpo.config import ABSENT_MEANS, RESUME_MAY_CHANGE, GRPOConfig
 
 CHECKPOINT_PREFIX = "step-"
 KEEP_CHECKPOINTS = 2
@@ -124,11 +124,16 @@ def _loaded_as_saved(policy: Any, directory: Path) -> dict[str, Any]:
 # --- the configs that ran ---------------------------------------------------------------------
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``"field: old → new"`` for every field that differs, outside ``RESUME_MAY_CHANGE``. A
-    field the old config lacks (written before the field existed) counts as its default."""
+    field the old config lacks (written before the field existed) counts as what such a config
+    ran with: ``ABSENT_MEANS``, else the field's default."""
     defaults = GRPOConfig.__dataclass_fields__
     out = []
     for k in sorted((set(old) | set(new)) - RESUME_MAY_CHANGE):
-        if k not in old and k in defaults and new.get(k) == defaults[k].default:
+        if k not in old and k in defaults:
+            before = ABSENT_MEANS.get(k, defaults[k].default)
+            if new.get(k) == before:
+                continue
+            out.append(f"{k}: {before!r} (not recorded: the run predates it) → {new.get(k)!r}")
             continue
         if old.get(k, "(absent)") != new.get(k, "(absent)"):
             out.append(f"{k}: {old.get(k, '(absent)')!r} → {new.get(k, '(absent)')!r}")

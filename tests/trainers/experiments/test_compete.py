@@ -765,3 +765,25 @@ def test_sigterm_with_a_stuck_worker_ends_the_competition_naming_it(
     assert "rerun the same command" in message
     assert json.loads((uniform_dir / "summary.json").read_text())["stopped_by"] == "SIGTERM"
     assert "killed:" in (out / "compete.log").read_text()
+
+
+def test_a_competition_recorded_before_belief_fit_resumes_with_discounted_counts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    from trainers.experiments import compete
+
+    original = compete._competition_defaults
+    # as if the default had moved on: a recorded competition without the field keeps its rule
+    monkeypatch.setattr(
+        compete,
+        "_competition_defaults",
+        lambda: dataclasses.replace(original(), belief_fit="weighted"),
+    )
+    data = {k: v for k, v in dataclasses.asdict(original()).items() if k != "belief_fit"}
+    where = tmp_path / "config.json"
+    assert compete._recorded_grpo(data, where).belief_fit == "discounted"
+    assert compete._recorded_grpo({**data, "belief_fit": "weighted"}, where).belief_fit == (
+        "weighted"
+    )

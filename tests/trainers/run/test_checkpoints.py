@@ -100,6 +100,19 @@ def test_config_changes_reads_fields_added_since_as_their_defaults() -> None:
     old = {k: v for k, v in new.items() if k not in ("chat_template", "system_prompt")}
     assert config_changes(old, new) == []  # a run written before those fields existed
     assert config_changes(old, {**new, "chat_template": "none"}) == [
-        "chat_template: '(absent)' → 'none'"
+        "chat_template: 'auto' (not recorded: the run predates it) → 'none'"
     ]
     assert config_changes({**new, "lr": 1e-3}, {**new, "steps": 5}) == ["lr: 0.001 → 0.0002"]
+
+
+def test_a_run_written_before_belief_fit_ran_with_discounted_counts() -> None:
+    from trainers.grpo.config import ABSENT_MEANS
+    from trainers.run.checkpoints import config_changes
+
+    new = GRPOConfig(belief_fit="discounted").to_dict()
+    old = {k: v for k, v in new.items() if k != "belief_fit"}
+    assert ABSENT_MEANS["belief_fit"] == "discounted"  # whatever the default becomes
+    assert config_changes(old, new) == []
+    assert config_changes(old, {**new, "belief_fit": "weighted"}) == [
+        "belief_fit: 'discounted' (not recorded: the run predates it) → 'weighted'"
+    ]
