@@ -1,0 +1,101 @@
+"""The belief-fit and pilot validation, read by the rules of README.md from the committed evidence.
+
+Per task: every entrant's validation AUC (here: pass@1 averaged over the evaluations, step 0
+included, as the rule says), final pass@1 and pass@8, and median seconds per step, per seed and
+averaged; then the two comparisons the rules name, paired by seed, and the verdicts. Usage, from
+the repository root:
+
+    python results/attributed/belief_fit/tabulate.py [SPELL_EVIDENCE] [ARITHMETIC_EVIDENCE]
+
+(default: ``spell/`` and ``arithmetic/`` beside this file, as ``adaroll compete --tabulate
+runs/attributed/belief_fit/<task> --evidence results/attributed/belief_fit/<task>`` writes them).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+#: (entrant, the entrant it is compared with, what the rule asks of the difference on spell and
+#: the most it may lose on arithmetic, in points of validation AUC)
+RULES = (
+    ("bamdp-weighted", "bamdp", "weighted fit as the default"),
+    ("bamdp-weighted-pilot2", "bamdp-weighted", "pilot of 2 in the default"),
+)
+ARITHMETIC_TOLERANCE = 0.5
+
+
+def runs(evidence: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """entrant -> seed -> {auc, final, final8, seconds} of every finished run."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for d in sorted(evidence.glob("runs/*/seed*")):
+        if not (d / "summary.json").exists():
+            continue
+        evals = [json.loads(x) for x in (d / "eval.jsonl").read_text().splitlines() if x]
+        seconds = float("nan")
+        if (d / "steps.csv").exists():
+            with (d / "steps.csv").open() as f:
+                col = [float(r["step_seconds"]) for r in csv.DictReader(f) if r.get("step_seconds")]
+            seconds = statistics.median(col) if col else seconds
+        out.setdefault(d.parent.name, {})[d.name] = {
+            "auc": 100 * statistics.mean(e["pass@1"] for e in evals),
+            "final": 100 * evals[-1]["pass@1"],
+            "final8": 100 * evals[-1].get("pass@8", float("nan")),
+            "seconds": seconds,
+            "evaluations": len(evals),
+        }
+    return out
+
+
+def table(name: str, found: dict[str, dict[str, dict[str, float]]]) -> None:
+    """One row per entrant: the means over seeds and each seed's AUC and final pass@1."""
+    print(f"\n### {name}\n")
+    print("| entrant | seeds | validation AUC, % | final pass@1, % | final pass@8, % "
+          "| s / step (median) | per seed: AUC / final |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for entrant, seeds in found.items():
+        m = {k: statistics.mean(s[k] for s in seeds.values()) for k in ("auc", "final", "final8")}
+        sec = statistics.median(s["seconds"] for s in seeds.values())
+        per = ", ".join(f"{k.removeprefix('seed')}: {s['auc']:.1f} / {s['final']:.1f}"
+                        for k, s in seeds.items())  # fmt: skip
+        print(f"| `{entrant}` | {len(seeds)} | {m['auc']:.2f} | {m['final']:.1f} "
+              f"| {m['final8']:.1f} | {sec:.2f} | {per} |")  # fmt: skip
+
+
+def paired(found: dict[str, dict[str, dict[str, float]]], a: str, b: str) -> list[float] | None:
+    """AUC differences a − b on the seeds both finished (None: either is missing)."""
+    if a not in found or b not in found:
+        return None
+    seeds = sorted(set(found[a]) & set(found[b]))
+    return [found[a][s]["auc"] - found[b][s]["auc"] for s in seeds] or None
+
+
+def main(spell: Path, arithmetic: Path) -> None:
+    """The two tables, the paired differences and each rule's verdict."""
+    tasks = {"rg:spell_backward × qwen3": runs(spell), "arithmetic × tiny": runs(arithmetic)}
+    for name, found in tasks.items():
+        table(name, found)
+    print("\n### The rules (validation AUC, paired by seed)\n")
+    s_found, a_found = tasks.values()
+    for a, b, what in RULES:
+        ds, da = paired(s_found, a, b), paired(a_found, a, b)
+        text = []
+        for label, d in (("spell_backward", ds), ("arithmetic", da)):
+            text.append(f"{label} {statistics.mean(d):+.2f} ({', '.join(f'{x:+.1f}' for x in d)})"
+                        if d else f"{label} not run")  # fmt: skip
+        if ds is None or da is None:
+            verdict = "not decided (runs missing)"
+        elif statistics.mean(ds) > 0 and statistics.mean(da) >= -ARITHMETIC_TOLERANCE:
+            verdict = "adopted"
+        else:
+            verdict = "not adopted"
+        print(f"- {what}: `{a}` − `{b}`: {'; '.join(text)} → **{verdict}**")
+
+
+if __name__ == "__main__":
+    args = [Path(x) for x in sys.argv[1:]]
+    main(*(args or [HERE / "spell", HERE / "arithmetic"]))
