@@ -11,5 +11,6 @@ $PY -m trainers.cli compete --trainer trl --entrants results/attributed/belief_f
   --model runs/testbed/spell-qwen3/warm_start --max-completion-length 10 \
   --seeds 2 --first-seed 100 --steps 500 --batch-size 64 --group-size 8 --lr 1e-4 \
   --lr-schedule constant --loss-type dapo --scale-rewards group \
-  --eval-split validation --eval-every 125 --eval-size none --eval-k 8 --workers 2 --threads 1 \
+  --belief-fit discounted --eval-split validation --eval-every 125 --eval-size none --eval-k 8 \
+  --workers 2 --threads 1 \
   --no-progress --out runs/attributed/belief_fit/spell "$@"
