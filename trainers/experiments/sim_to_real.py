@@ -126,15 +126,28 @@ class Belief:
 
 
 def fit_truth(beliefs: RunBeliefs) -> Truth:
-    """The Beta-binomial maximum-likelihood fit of the store's discounted counts, per group when
-    the run grouped its beliefs (groups in the store's proportions)."""
+    """The Beta-binomial maximum-likelihood fit of the store's counts, per group when the run
+    grouped its beliefs (groups in the store's proportions). Where the file records when each
+    prompt was last seen, each prompt's counts enter as observed then, the prompt weighted by
+    ``decay ** age`` (the belief store's ``weighted`` rule: old prompts say less about the pass
+    rates at the end of the run, but their rollouts keep what they say about the spread);
+    files written before that read the counts discounted to their last visit as observations."""
     s, f = beliefs.successes, beliefs.failures
     if np.count_nonzero(s + f > 0) < 2:
         raise ValueError(
             f"the belief store holds the evidence of {int(np.count_nonzero(s + f > 0))} "
             "prompts: a fit needs at least 2"
         )
-    whole = fit_beta_binomial(s, f)
+    w = np.ones_like(s)
+    if beliefs.seen is not None and beliefs.step is not None and beliefs.decay is not None:
+        w = beliefs.decay ** np.maximum(beliefs.step - beliefs.seen, 0.0)
+        if np.count_nonzero((s + f > 0) & (w > 0)) < 2:
+            w = np.ones_like(s)
+
+    def fit(rows: Any) -> tuple[float, float]:
+        return fit_beta_binomial(s[rows], f[rows], weights=w[rows])
+
+    whole = fit(slice(None))
     notes = []
     off = np.maximum(np.abs(s - np.round(s)), np.abs(f - np.round(f)))  # [P]
     discounted = int(np.count_nonzero(off > 0.01))
@@ -154,7 +167,7 @@ def fit_truth(beliefs: RunBeliefs) -> Truth:
     for k, key in enumerate(keys):
         rows = group == k
         if np.count_nonzero(s[rows] + f[rows] > 0) >= 2:
-            a, b = fit_beta_binomial(s[rows], f[rows])
+            a, b = fit(rows)
         else:
             a, b = whole
             notes.append(f"group {key}: under 2 prompts of evidence, the whole store's fit")

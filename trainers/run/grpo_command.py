@@ -79,10 +79,12 @@ def write_beliefs(trainer: Any, path: Path) -> None:
 
     Keys: ``step``, ``decay``; per prompt, in one order: ``ids``, ``rates`` (discounted success
     fractions; the prior mean where no evidence is left: ``BeliefStore.observed_rates``),
-    ``rollouts`` (discounted counts), ``successes`` and ``failures`` (discounted), ``groups``
-    (each prompt's belief group, ``null`` when ungrouped); ``fitted_prior`` (the whole store's
-    fitted Beta, or ``null`` with ``belief_prior fixed``), ``group_priors`` (group -> fitted
-    Beta, ``"*"`` the whole store), ``fixed_prior`` (the configured base prior) and
+    ``rollouts`` (discounted counts), ``successes`` and ``failures`` (discounted), ``seen``
+    (the step each prompt's counts were last updated: the counts are as of then, so their age
+    is ``step − seen``), ``groups`` (each prompt's belief group, ``null`` when ungrouped);
+    ``fitted_prior`` (the whole store's fitted Beta, or ``null`` with ``belief_prior fixed``),
+    ``group_priors`` (group -> fitted Beta, ``"*"`` the whole store), ``fixed_prior`` (the
+    configured base prior) and
     ``calibration`` (per-rollout Brier score and log-loss of the priors the store gave, against
     the fixed and the ungrouped fitted prior: ``BeliefStore.calibration``).
     """
@@ -98,6 +100,7 @@ def write_beliefs(trainer: Any, path: Path) -> None:
         "rollouts": [float(x) + float(y) for x, y in zip(state["a"], state["b"], strict=True)],
         "successes": [float(x) for x in state["a"]],
         "failures": [float(y) for y in state["b"]],
+        "seen": [int(t) for t in state["seen"]],
         "groups": [groups.get(int(i)) for i in state["ids"]],
         "fitted_prior": list(store.base_prior()) if store.base == "fitted" else None,
         "group_priors": {k: list(v) for k, v in store.group_priors().items()},

@@ -89,7 +89,9 @@ class RunBeliefs:
     """The belief store at the end of a run, from its ``beliefs.json``.
 
     Per prompt (one order): discounted ``successes`` and ``failures``, and the belief ``groups``
-    (a string key, or None when the run did not group beliefs). ``group_priors`` maps a group to
+    (a string key, or None when the run did not group beliefs); ``seen``, the step each prompt's
+    counts were last updated, and ``step``, the run's last step (None: a file written before
+    they were recorded). ``group_priors`` maps a group to
     its fitted Beta (``"*"``: the whole store); ``old_format`` marks a file written before the
     store recorded counts and groups (successes derived as rates × rollouts).
     """
@@ -102,6 +104,8 @@ class RunBeliefs:
     fixed_prior: tuple[float, float] | None
     decay: float | None
     old_format: bool
+    seen: NDArray[np.float64] | None = None
+    step: int | None = None
 
 
 @dataclass
@@ -214,6 +218,12 @@ def read_beliefs(data: dict[str, Any], where: Path) -> RunBeliefs:
         if (p := _pair(v, f"{where}: group_priors[{k!r}]")) is not None
     }
     decay = data.get("decay")
+    seen = None
+    if data.get("seen") is not None:
+        seen = np.asarray(data["seen"], dtype=np.float64).reshape(-1)
+        if seen.shape != s.shape:
+            raise ValueError(f"{where}: 'seen' ({seen.size}) and counts ({s.size}) differ")
+    step = data.get("step")
     return RunBeliefs(
         successes=s,
         failures=f,
@@ -223,6 +233,8 @@ def read_beliefs(data: dict[str, Any], where: Path) -> RunBeliefs:
         fixed_prior=_pair(data.get("fixed_prior"), f"{where}: fixed_prior"),
         decay=None if decay is None else float(decay),
         old_format=old,
+        seen=seen,
+        step=None if step is None else int(step),
     )
 
 

@@ -140,6 +140,20 @@ def test_truth_is_the_beta_binomial_fit_of_the_counts(tmp_path):
     assert not truth.notes
 
 
+def test_truth_weights_each_prompt_by_its_age_where_the_file_says_it(tmp_path):
+    s, f = counts(0.3, 0.8, 300)
+    s, f = 2 * s, 2 * f  # whole counts as observed
+    seen = np.arange(300) % 25  # last updated at steps 0..24; the run ended at step 25
+    run = read_run(make_run(tmp_path / "r", s=s, f=f, beliefs={"seen": seen.tolist()}))
+    assert run.beliefs.step == 25 and run.beliefs.seen is not None
+    truth = fit_truth(run.beliefs)
+    w = 0.9 ** (25 - seen.astype(float))
+    assert (truth.alpha[0], truth.beta[0]) == fit_beta_binomial(s, f, weights=w)
+    assert (truth.alpha[0], truth.beta[0]) != fit_beta_binomial(s, f)  # the weights count
+    with pytest.raises(ValueError, match="'seen' \\(3\\) and counts \\(300\\) differ"):
+        read_run(make_run(tmp_path / "bad", s=s, f=f, beliefs={"seen": [0, 1, 2]}))
+
+
 def test_grouped_truth_per_group_in_store_proportions(tmp_path):
     s1, f1 = counts(4.0, 1.0, 300, seed=1)  # easy group "1"
     s2, f2 = counts(1.0, 4.0, 100, seed=2)  # hard group "2"

@@ -92,6 +92,7 @@ def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir, tmp_path):
     rec = json.loads(path.read_text())
     n = len(rec["ids"])
     assert n == len(t.beliefs) and len(rec["groups"]) == n == len(rec["successes"])
+    assert len(rec["seen"]) == n and max(rec["seen"]) == t.step - 1  # the last step's prompts
     levels = {e.id: str(e.level) for e in t.task.train}
     assert all(str(g) == levels[i] for i, g in zip(rec["ids"], rec["groups"], strict=True))
     np.testing.assert_allclose(
