@@ -16,16 +16,16 @@ prompt before its own evidence:
 
 How old evidence enters a fit (``fit``):
 
-* ``"discounted"`` (the default so far): each prompt's discounted counts, read as if they were
-  observations. Discounting shrinks a prompt's 8 rollouts seen 20 steps ago to 2.9 "rollouts",
-  and a handful of rollouts cannot show how far pass rates spread, so the fit leans toward a
-  concentrated Beta; when a group has only a few recent prompts (an allocator that rarely
-  samples it) the fit can run to its bound: Beta(331, 9979), "every prompt of the group passes
-  3.2 % of the time, certainly".
-* ``"weighted"``: each prompt's counts as they were observed, the prompt *weighted* by
-  ``decay`` to the power of its age: old prompts say less about today's population of pass
-  rates, but their rollouts keep what they say about its spread. On a population that does not
-  move it recovers the Beta the pass rates were drawn from.
+* ``"weighted"`` (the default): each prompt's counts as they were observed, the prompt
+  *weighted* by ``decay`` to the power of its age: old prompts say less about today's
+  population of pass rates, but their rollouts keep what they say about its spread. On a
+  population that does not move it recovers the Beta the pass rates were drawn from.
+* ``"discounted"`` (the rule before 2026-12-06): each prompt's discounted counts, read as if
+  they were observations. Discounting shrinks a prompt's 8 rollouts seen 20 steps ago to 2.9
+  "rollouts", and a handful of rollouts cannot show how far pass rates spread, so the fit leans
+  toward a concentrated Beta; when a group has only a few recent prompts (an allocator that
+  rarely samples it) the fit can run to its bound: Beta(331, 9979), "every prompt of the group
+  passes 3.2 % of the time, certainly".
 
 Fits are refreshed every ``refit_every`` steps (a fit is tens of milliseconds on ten thousand
 prompts, and every new prior changes ``bamdp``'s tables) and rounded to 2 % in log space, so
@@ -78,7 +78,7 @@ class BeliefStore:
         base: BasePrior = "fixed",
         min_fit: int = 20,
         refit_every: int = 10,
-        fit: FitEvidence = "discounted",
+        fit: FitEvidence = "weighted",
     ) -> None:
         if not (0.0 < decay <= 1.0):
             raise ValueError(f"decay must be in (0, 1], got {decay!r}")

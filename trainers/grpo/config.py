@@ -162,12 +162,13 @@ class GRPOConfig:
         ),
     )
     belief_fit: BeliefFit = field(
-        default="discounted",
+        default="weighted",
         metadata=field_help(
-            "how old evidence enters a fitted prior: 'discounted' (each prompt's counts "
-            "discounted by --belief-decay, read as observations; leans toward a concentrated "
-            "Beta, and runs to its bound on a group with few recent prompts) or 'weighted' "
-            "(counts as observed, each prompt weighted by decay**age)"
+            "how old evidence enters a fitted prior (with --belief-prior fixed nothing is "
+            "fitted and this is not used): 'weighted' (each prompt's counts as observed, the "
+            "prompt weighted by decay**age) or 'discounted' (the rule before 2026-12-06: counts "
+            "discounted by --belief-decay read as observations; leans toward a concentrated Beta "
+            "and runs to its bound on a group with few recent prompts)"
         ),
     )
     belief_group: str = field(
@@ -467,11 +468,6 @@ class GRPOConfig:
         if not self.belief_group.strip():
             raise ValueError(
                 "belief_group is empty: give 'none', 'level' or a column of the task's rows"
-            )
-        if self.belief_fit != "discounted" and self.belief_prior != "fitted":
-            raise ValueError(
-                f"belief_fit {self.belief_fit!r} says how a fitted prior reads old evidence, "
-                "which needs --belief-prior fitted (a fixed prior is not fitted)"
             )
         if self.belief_group not in ("none", "auto") and self.belief_prior != "fitted":
             raise ValueError(

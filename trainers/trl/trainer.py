@@ -198,10 +198,10 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
     - ``belief_decay``: per-optimizer-step forgetting of a prompt's past outcomes, in (0, 1].
     - ``belief_prior``: prior of unseen prompts, ``"fitted"`` (default: the Beta-binomial
       maximum-likelihood Beta of the store's counts) or ``"fixed"`` (Beta(1, 1)).
-    - ``belief_fit``: how old evidence enters a fitted prior, ``"discounted"`` (default: each
-      prompt's counts discounted by ``belief_decay``, read as observations) or ``"weighted"``
-      (counts as observed, each prompt weighted by ``belief_decay ** age``;
-      ``trainers.allocation.beliefs``).
+    - ``belief_fit``: how old evidence enters a fitted prior, ``"weighted"`` (default: each
+      prompt's counts as observed, the prompt weighted by ``belief_decay ** age``) or
+      ``"discounted"`` (the rule before 2026-12-06: counts discounted by ``belief_decay`` read as
+      observations; ``trainers.allocation.beliefs``); not used with ``belief_prior="fixed"``.
     - ``belief_group``: a dataset column (e.g. ``"level"``) whose value groups prompts for
       fitted priors, one Beta per group (needs ``belief_prior="fitted"``; default: none, as a
       dataset need not have such a column).
@@ -226,7 +226,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         max_group: int | None = None,
         belief_decay: float = 0.95,
         belief_prior: str = "fitted",
-        belief_fit: str = "discounted",
+        belief_fit: str = "weighted",
         belief_group: str | None = None,
         success_threshold: float = 0.5,
         **kwargs: Any,
@@ -247,11 +247,6 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                 "belief_prior='fitted' (with 'fixed' every prompt starts from the same prior)"
             )
         self.belief_group = belief_group
-        if belief_fit != "discounted" and belief_prior != "fitted":
-            raise ValueError(
-                f"belief_fit {belief_fit!r} says how a fitted prior reads old evidence, which "
-                f"needs belief_prior='fitted' (got {belief_prior!r})"
-            )
         self.belief_store = BeliefStore(
             decay=belief_decay,
             base=belief_prior,  # type: ignore[arg-type]

@@ -5,10 +5,11 @@
 # the default allocator (bamdp: two rounds, snr(8), fitted priors) and with the best entrant of the
 # attributed competition; seeds 0-3, 800 steps, evaluated every 200 steps on the 400-prompt test
 # split x 8. From the repository root, in .venv (TRL 1.16); rerun to resume.
+# --belief-fit discounted: the fit rule these runs had (the default until 2026-12-06).
 set -e
 PY="${PY:-.venv/bin/python}"
 $PY -m trainers.cli compete --trainer trl --entrants results/trl_final/arithmetic_trl116/entrants.yaml \
   --seeds 4 --first-seed 0 --steps 800 --batch-size 64 --group-size 8 --lr 1e-4 \
   --lr-schedule constant --loss-type dapo --scale-rewards group --validation-size 400 \
   --eval-split test --eval-every 200 --eval-size none --eval-k 8 --workers 2 --threads 1 \
-  --no-progress --out runs/trl_final/arithmetic_trl116 "$@"
+  --no-progress --out runs/trl_final/arithmetic_trl116 --belief-fit discounted "$@"

@@ -7,6 +7,7 @@
 # (the testbed's uniform run learned 11 -> 32 % in 500 steps), evaluated every 125 steps on the
 # task's test split x 8. From the repository root, in .venv-trl114 (make test-trl114 builds it);
 # rerun to resume.
+# --belief-fit discounted: the fit rule these runs had (the default until 2026-12-06).
 set -e
 PY="${PY:-.venv-trl114/bin/python}"
 PY="$PY" bash results/attributed/cell_spell_qwen3/warm_start.sh
@@ -16,4 +17,4 @@ $PY -m trainers.cli compete --trainer trl --entrants results/trl_final/spell_trl
   --seeds 3 --first-seed 0 --steps 500 --batch-size 64 --group-size 8 --lr 1e-4 \
   --lr-schedule constant --loss-type dapo --scale-rewards group \
   --eval-split test --eval-every 125 --eval-size none --eval-k 8 --workers 2 --threads 1 \
-  --no-progress --out runs/trl_final/spell_trl114 "$@"
+  --no-progress --out runs/trl_final/spell_trl114 --belief-fit discounted "$@"

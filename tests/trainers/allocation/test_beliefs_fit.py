@@ -53,8 +53,8 @@ def test_a_seldom_sampled_group_runs_to_the_bound_only_when_counts_are_discounte
 
 
 def test_each_fit_is_the_marginal_likelihood_fit_of_its_evidence():
-    store = BeliefStore(base="fitted", decay=0.9, refit_every=1, fit="weighted")
-    other = BeliefStore(base="fitted", decay=0.9, refit_every=1)
+    store = BeliefStore(base="fitted", decay=0.9, refit_every=1)
+    other = BeliefStore(base="fitted", decay=0.9, refit_every=1, fit="discounted")
     rng = np.random.default_rng(3)
     s_all, age = [], []
     for step in range(5):
@@ -70,7 +70,7 @@ def test_each_fit_is_the_marginal_likelihood_fit_of_its_evidence():
     assert store.base_prior() == pytest.approx(
         _rounded(fit_beta_binomial(s, 8 - s, weights=w)), rel=0.03
     )
-    assert other.fit == "discounted"  # the default
+    assert store.fit == "weighted"  # the default
     assert other.base_prior() == pytest.approx(
         _rounded(fit_beta_binomial(s * w, (8 - s) * w)), rel=0.03
     )

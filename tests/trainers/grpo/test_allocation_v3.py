@@ -106,6 +106,10 @@ def test_grouped_fitted_priors_follow_the_levels(tiny_model_dir, tmp_path):
 def test_the_store_fits_as_configured(tiny_model_dir, fit):
     t = GRPOTrainer(cfg(tiny_model_dir, allocator="uniform", belief_fit=fit))
     assert t.beliefs.fit == fit
+    assert GRPOTrainer(cfg(tiny_model_dir, allocator="uniform")).beliefs.fit == "weighted"
+    # with a fixed prior nothing is fitted: the rule is not used, whichever it is
+    t = GRPOTrainer(cfg(tiny_model_dir, allocator="uniform", belief_prior="fixed", belief_fit=fit))
+    assert t.beliefs.base_prior() == (1.0, 1.0)
 
 
 @pytest.mark.parametrize(
@@ -116,7 +120,6 @@ def test_the_store_fits_as_configured(tiny_model_dir, fit):
         ({"pool_size": 4}, "smaller than batch_size"),
         ({"belief_group": "level", "belief_prior": "fixed"}, "needs --belief-prior fitted"),
         ({"belief_group": " ", "belief_prior": "fitted"}, "belief_group is empty"),
-        ({"belief_fit": "weighted", "belief_prior": "fixed"}, "needs --belief-prior fitted"),
         ({"belief_fit": "counts"}, r"belief_fit must be one of \['discounted', 'weighted'\]"),
         ({"pool_size": 16, "pilot": 2}, "pilot·pool_size"),
     ],
