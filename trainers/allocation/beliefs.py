@@ -16,8 +16,9 @@ prompt before its own evidence:
 
 How old evidence enters a fit (``fit``):
 
-* ``"weighted"`` (the default): each prompt's counts as they were observed, the prompt
-  *weighted* by ``decay`` to the power of its age: old prompts say less about today's
+* ``"weighted"`` (the default): each prompt's counts as they were observed at its last visit
+  (a prompt seen again carries its earlier visits discounted to that one), the prompt
+  *weighted* by ``decay`` to the power of its age since: old prompts say less about today's
   population of pass rates, but their rollouts keep what they say about its spread. On a
   population that does not move it recovers the Beta the pass rates were drawn from.
 * ``"discounted"`` (the rule before 2026-12-06): each prompt's discounted counts, read as if

@@ -149,6 +149,11 @@ def fit_truth(beliefs: RunBeliefs) -> Truth:
 
     whole = fit(slice(None))
     notes = []
+    if beliefs.seen is None:
+        notes.append(
+            "beliefs.json does not record when each prompt was last seen (written before "
+            "2026-12-06): every prompt's counts weigh the same in the fit, however old"
+        )
     off = np.maximum(np.abs(s - np.round(s)), np.abs(f - np.round(f)))  # [P]
     discounted = int(np.count_nonzero(off > 0.01))
     if discounted:

@@ -5,9 +5,10 @@
 # reads the test split. From the repository root, in .venv-trl114; rerun to resume.
 # --belief-fit discounted: the fit rule these runs had (the default until 2026-12-06).
 set -e
+source results/trl_recipe/recipe.sh
 PY="${PY:-.venv-trl114/bin/python}"
 $PY -m trainers.cli compete --trainer trl --entrants results/attributed/belief_fit/entrants_arithmetic.yaml \
-  --seeds 2 --first-seed 100 --steps 800 --batch-size 64 --group-size 8 --lr 1e-4 \
-  --lr-schedule constant --loss-type dapo --scale-rewards group --validation-size 400 \
+  --seeds 2 --first-seed 100 --steps 800 "${TRL_RECIPE[@]}" \
+  --validation-size 400 \
   --eval-split validation --eval-every 200 --eval-size none --eval-k 8 --workers 2 --threads 1 \
   --no-progress --out runs/attributed/belief_fit/arithmetic --belief-fit discounted "$@"

@@ -13,15 +13,15 @@ runs/attributed/belief_fit/<task> --evidence results/attributed/belief_fit/<task
 
 from __future__ import annotations
 
-import csv
-import json
 import statistics
 import sys
 from pathlib import Path
 
+from trainers.experiments.statistics import load_entrant_runs
+
 HERE = Path(__file__).resolve().parent
-#: (entrant, the entrant it is compared with, what the rule asks of the difference on spell and
-#: the most it may lose on arithmetic, in points of validation AUC)
+#: (entrant, the entrant it is compared with, what adopting it means); the rule asks the AUC
+#: difference to be > 0 on spell and >= -ARITHMETIC_TOLERANCE points on arithmetic
 RULES = (
     ("bamdp-weighted", "bamdp", "weighted fit as the default"),
     ("bamdp-weighted-pilot2", "bamdp-weighted", "pilot of 2 in the default"),
@@ -30,24 +30,19 @@ ARITHMETIC_TOLERANCE = 0.5
 
 
 def runs(evidence: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """entrant -> seed -> {auc, final, final8, seconds} of every finished run."""
+    """entrant -> seed -> {auc, final, final8, seconds} of every finished run (a run a signal
+    stopped before its last step is left out: ``statistics.load_entrant_runs``)."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for d in sorted(evidence.glob("runs/*/seed*")):
-        if not (d / "summary.json").exists():
-            continue
-        evals = [json.loads(x) for x in (d / "eval.jsonl").read_text().splitlines() if x]
-        seconds = float("nan")
-        if (d / "steps.csv").exists():
-            with (d / "steps.csv").open() as f:
-                col = [float(r["step_seconds"]) for r in csv.DictReader(f) if r.get("step_seconds")]
-            seconds = statistics.median(col) if col else seconds
-        out.setdefault(d.parent.name, {})[d.name] = {
-            "auc": 100 * statistics.mean(e["pass@1"] for e in evals),
-            "final": 100 * evals[-1]["pass@1"],
-            "final8": 100 * evals[-1].get("pass@8", float("nan")),
-            "seconds": seconds,
-            "evaluations": len(evals),
-        }
+    for entrant in sorted(p for p in (evidence / "runs").glob("*") if p.is_dir()):
+        for run in load_entrant_runs(entrant)[0]:
+            evals = run["eval"]
+            seconds = [float(m["step_seconds"]) for m in run["metrics"] if "step_seconds" in m]
+            out.setdefault(entrant.name, {})[f"seed{run['seed']}"] = {
+                "auc": 100 * statistics.mean(e["pass@1"] for e in evals),
+                "final": 100 * evals[-1]["pass@1"],
+                "final8": 100 * evals[-1].get("pass@8", float("nan")),
+                "seconds": statistics.median(seconds) if seconds else float("nan"),
+            }
     return out
 
 

@@ -7,9 +7,10 @@
 # split x 8. From the repository root, in .venv (TRL 1.16); rerun to resume.
 # --belief-fit discounted: the fit rule these runs had (the default until 2026-12-06).
 set -e
+source results/trl_recipe/recipe.sh
 PY="${PY:-.venv/bin/python}"
 $PY -m trainers.cli compete --trainer trl --entrants results/trl_final/arithmetic_trl116/entrants.yaml \
-  --seeds 4 --first-seed 0 --steps 800 --batch-size 64 --group-size 8 --lr 1e-4 \
-  --lr-schedule constant --loss-type dapo --scale-rewards group --validation-size 400 \
+  --seeds 4 --first-seed 0 --steps 800 "${TRL_RECIPE[@]}" \
+  --validation-size 400 \
   --eval-split test --eval-every 200 --eval-size none --eval-k 8 --workers 2 --threads 1 \
   --no-progress --out runs/trl_final/arithmetic_trl116 --belief-fit discounted "$@"

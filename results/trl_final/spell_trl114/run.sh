@@ -9,12 +9,12 @@
 # rerun to resume.
 # --belief-fit discounted: the fit rule these runs had (the default until 2026-12-06).
 set -e
+source results/trl_recipe/recipe.sh
 PY="${PY:-.venv-trl114/bin/python}"
 PY="$PY" bash results/attributed/cell_spell_qwen3/warm_start.sh
 $PY -m trainers.cli compete --trainer trl --entrants results/trl_final/spell_trl114/entrants.yaml \
   --task 'rg:spell_backward?min_word_len=3&max_word_len=8&num_train=10000' \
   --model runs/testbed/spell-qwen3/warm_start --max-completion-length 10 \
-  --seeds 3 --first-seed 0 --steps 500 --batch-size 64 --group-size 8 --lr 1e-4 \
-  --lr-schedule constant --loss-type dapo --scale-rewards group \
+  --seeds 3 --first-seed 0 --steps 500 "${TRL_RECIPE[@]}" \
   --eval-split test --eval-every 125 --eval-size none --eval-k 8 --workers 2 --threads 1 \
   --no-progress --out runs/trl_final/spell_trl114 --belief-fit discounted "$@"

@@ -137,7 +137,10 @@ def test_truth_is_the_beta_binomial_fit_of_the_counts(tmp_path):
     truth = fit_truth(read_run(make_run(tmp_path / "whole", s=s, f=f)).beliefs)
     assert truth.alpha[0] == pytest.approx(0.5, rel=0.3)
     assert truth.beta[0] == pytest.approx(2.0, rel=0.3)
-    assert not truth.notes
+    assert truth.notes == (
+        "beliefs.json does not record when each prompt was last seen (written before "
+        "2026-12-06): every prompt's counts weigh the same in the fit, however old",
+    )
 
 
 def test_truth_weights_each_prompt_by_its_age_where_the_file_says_it(tmp_path):
@@ -150,6 +153,7 @@ def test_truth_weights_each_prompt_by_its_age_where_the_file_says_it(tmp_path):
     w = 0.9 ** (25 - seen.astype(float))
     assert (truth.alpha[0], truth.beta[0]) == fit_beta_binomial(s, f, weights=w)
     assert (truth.alpha[0], truth.beta[0]) != fit_beta_binomial(s, f)  # the weights count
+    assert not truth.notes  # whole counts, ages known: nothing to warn about
     with pytest.raises(ValueError, match="'seen' \\(3\\) and counts \\(300\\) differ"):
         read_run(make_run(tmp_path / "bad", s=s, f=f, beliefs={"seen": [0, 1, 2]}))
 
