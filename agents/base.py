@@ -118,6 +118,9 @@ class BaseAllocator:
     #: False when decisions never depend on outcomes seen within the episode; the trainer then
     #: hands out the whole budget in one round (the same allocation, fewer generate calls).
     adaptive: bool = True
+    #: rollouts every prompt gets before this allocator's first decision when a trainer's
+    #: ``pilot`` is left unset (``None``); a simulator env's ``pilot`` is always explicit.
+    default_pilot: int = 0
 
     def __init__(self) -> None:
         self._params: AllocationParams | None = None

@@ -146,6 +146,14 @@ def is_adaptive(spec: str) -> bool:
     return bool(getattr(_factory(spec.strip()), "adaptive", True))
 
 
+def default_pilot(spec: str) -> int:
+    """The pilot allocator ``spec`` asks of a trainer whose ``pilot`` is unset (its class's
+    ``default_pilot``; 0 for learned ``sb3:`` allocators and classes without the attribute)."""
+    if spec.strip().startswith("sb3:"):
+        return 0
+    return int(getattr(_factory(spec.strip()), "default_pilot", 0))
+
+
 def allocator_parameters(spec: str) -> list[str] | None:
     """The keyword arguments allocator ``spec``'s constructor takes (None: any keyword)."""
     factory = _factory(spec.strip())

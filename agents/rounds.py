@@ -43,7 +43,14 @@ from adaroll_env.actions import encode_counts
 from adaroll_env.schedules import resolve_schedule_spec
 from agents.contract import check_allocation
 
-__all__ = ["EnvRoundLoop", "GenerateAndScore", "RoundLoop", "StepPlan", "plan_step"]
+__all__ = [
+    "EnvRoundLoop",
+    "GenerateAndScore",
+    "RoundLoop",
+    "StepPlan",
+    "plan_step",
+    "resolve_pilot",
+]
 
 #: ``generate(counts)``: generate ``counts[i]`` rollouts of question ``i``, score them, return the
 #: successes per question (int, shape [B])
@@ -94,6 +101,49 @@ class StepPlan:
             round_size=max(1, self.round_size // world),
             round_schedule=tuple(r // world for r in self.round_schedule),
         )
+
+
+def resolve_pilot(
+    pilot: int | None,
+    allocator: Any,
+    *,
+    budget: int,
+    questions: int,
+    default_rounds: bool = True,
+) -> int:
+    """The pilot a trainer runs: ``pilot`` when given, else the allocator's own
+    ``default_pilot`` (a spec through ``agents.registry.default_pilot``, an instance through its
+    attribute; 0 without one), lowered to spend at most a quarter of the budget (the share
+    ``bamdp``'s pilot of 2 had at 8 rollouts a prompt, where it was measured): at most
+    ``budget // (4 * questions)``. The allocator's pilot comes with the
+    default rounds only: where the caller gave a round size, a number of rounds or a schedule
+    (``default_rounds=False``), those describe the whole step and an unset pilot is 0.
+
+    >>> resolve_pilot(None, "bamdp", budget=512, questions=64)
+    2
+    >>> resolve_pilot(None, "uniform", budget=512, questions=64)
+    0
+    >>> resolve_pilot(None, "bamdp", budget=256, questions=64)  # 4 a prompt: a quarter is 1
+    1
+    >>> resolve_pilot(3, "uniform", budget=512, questions=64)
+    3
+    >>> resolve_pilot(None, "bamdp", budget=512, questions=64, default_rounds=False)
+    0
+    """
+    if pilot is not None:
+        return int(pilot)
+    if not default_rounds:
+        return 0
+    if isinstance(allocator, str):
+        from agents.registry import default_pilot
+
+        wanted = default_pilot(allocator)
+    else:
+        wanted = int(getattr(allocator, "default_pilot", 0) or 0)
+    if wanted <= 0:
+        return 0
+    fits = int(budget) // (4 * max(1, int(questions)))
+    return max(0, min(wanted, fits))
 
 
 def plan_step(

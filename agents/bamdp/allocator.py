@@ -117,9 +117,18 @@ class BAMDPAllocator(BaseAllocator):
     digits). ``scripts/bench_bamdp.py`` measured both on priors from a belief store: the same
     utility within the CI and 94 % of rollouts placed alike, with interpolation three times
     faster on cold caches (and no new tables once its grid is built); hence the default.
+
+    **Pilot in training** (``default_pilot = 2``). A trainer whose ``pilot`` is unset gives every
+    prompt 2 rollouts before this allocator's first decision. Without them a prompt it never
+    samples keeps its group's prior mean, and for a hard group (the longest words of
+    ``rg:spell_backward``) a myopic allocator then never looks: in TRL it gave a rollout to a
+    quarter of that group's training prompts. The pilot was adopted by a rule written before its
+    runs (``results/attributed/belief_fit``, validation splits). Simulator envs keep their own
+    explicit ``pilot`` (0 unless given).
     """
 
     name = "bamdp"
+    default_pilot = 2
 
     def __init__(
         self,

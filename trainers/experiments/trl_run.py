@@ -139,6 +139,11 @@ class TrlRunConfig(GRPOConfig):
         """Whether this run is C-GRPO's (``allocator`` ``"cgrpo"``)."""
         return self.allocator == CGRPO
 
+    @property
+    def pilot_rollouts(self) -> int:
+        """The pilot (``GRPOConfig.pilot_rollouts``); C-GRPO samples in its own steps: 0."""
+        return 0 if self.is_cgrpo else super().pilot_rollouts
+
     def round_arguments(self) -> dict[str, Any]:
         """``AllocatingGRPOTrainer``'s ``round_size`` and ``round_schedule`` for this config:
         ``rounds`` becomes a round size of ceil(budget / rounds) over a generation batch."""
@@ -392,7 +397,7 @@ def build_trainer(
         allocator=cfg.allocator,
         allocator_kwargs=cfg.allocator_options() or None,
         utility=cfg.utility,
-        pilot=cfg.pilot,
+        pilot=cfg.pilot_rollouts,
         max_group=cfg.max_group,
         belief_decay=cfg.belief_decay,
         belief_prior=cfg.belief_prior,

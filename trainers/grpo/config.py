@@ -133,8 +133,13 @@ class GRPOConfig:
             "none; the budget is unchanged); outcome-blind allocators such as uniform keep B"
         ),
     )
-    pilot: int = field(
-        default=0, metadata=field_help("rollouts every prompt gets before allocating")
+    pilot: int | None = field(
+        default=None,
+        metadata=field_help(
+            "rollouts every prompt gets before allocating (unset: the allocator's own under the "
+            "default rounds, 2 for bamdp and 0 for the others, at most a quarter of the budget; "
+            "0 where round_size, rounds or round_schedule is given)"
+        ),
     )
     max_group: int | None = field(
         default=None, metadata=field_help("cap on one prompt's rollouts per step (default: none)")
@@ -340,7 +345,6 @@ class GRPOConfig:
         ):
             check_config_int(name, getattr(self, name), 1)
         for name in (
-            "pilot",
             "eval_every",
             "eval_train",
             "save_every",
@@ -362,6 +366,8 @@ class GRPOConfig:
                 f"save_minutes must be a positive number of minutes or None, got "
                 f"{self.save_minutes!r}: e.g. --save-minutes 10"
             )
+        if self.pilot is not None:
+            check_config_int("pilot", self.pilot, 0)
         for name in (
             "budget",
             "round_size",
@@ -374,6 +380,9 @@ class GRPOConfig:
             value = getattr(self, name)
             if value is not None:
                 check_config_int(name, value, 1)
+        check_allocator_spec(self.allocator)
+        if self.allocator_kwargs is not None:
+            allocator_kwargs(self.allocator, self.allocator_kwargs)
         budget = self.rollout_budget
         self._check_allocation_settings(budget)
         for name, lo, hi in (("belief_decay", 0.0, 1.0), ("top_p", 0.0, 1.0)):
@@ -408,9 +417,6 @@ class GRPOConfig:
                 )
         else:
             get_utility(self.utility)  # an unknown name raises, suggesting the closest
-        check_allocator_spec(self.allocator)
-        if self.allocator_kwargs is not None:
-            allocator_kwargs(self.allocator, self.allocator_kwargs)
 
     def _check_round_schedule(self, budget: int) -> None:
         """``round_schedule``: alone (not beside rounds or round_size), a valid spec for the
@@ -430,17 +436,18 @@ class GRPOConfig:
                 )
         prompts = self.pool_size if self.pool_size is not None else self.batch_size
         try:
-            parse_round_schedule(self.round_schedule, budget - self.pilot * prompts)
+            parse_round_schedule(self.round_schedule, budget - self.pilot_rollouts * prompts)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"round_schedule: {exc}") from None
 
     def _check_allocation_settings(self, budget: int) -> None:
         """Cross-field checks of the budget and the version-3 settings: pilot and caps against
         the budget, rounds, pools, belief groups."""
-        if budget <= self.pilot * self.batch_size:
+        pilot = self.pilot_rollouts
+        if budget <= pilot * self.batch_size:
             raise ValueError(
-                f"budget ({budget}) must exceed the pilot's pilot·B ({self.pilot}·"
-                f"{self.batch_size} = {self.pilot * self.batch_size}) so that the allocator has "
+                f"budget ({budget}) must exceed the pilot's pilot·B ({pilot}·"
+                f"{self.batch_size} = {pilot * self.batch_size}) so that the allocator has "
                 "rollouts to place: lower pilot or raise budget"
             )
         if self.max_group is not None and budget > self.max_group * self.batch_size:
@@ -474,9 +481,9 @@ class GRPOConfig:
                 f"belief_group {self.belief_group!r} fits one prior per group, which needs "
                 "--belief-prior fitted (with 'fixed' every prompt starts from the same prior)"
             )
-        if self.pool_size is not None and budget <= self.pilot * self.pool_size:
+        if self.pool_size is not None and budget <= pilot * self.pool_size:
             raise ValueError(
-                f"budget ({budget}) must exceed pilot·pool_size ({self.pilot}·{self.pool_size}): "
+                f"budget ({budget}) must exceed pilot·pool_size ({pilot}·{self.pool_size}): "
                 "the pilot runs on every prompt of the pool; lower pilot or pool_size"
             )
 
@@ -498,8 +505,28 @@ class GRPOConfig:
             self.round_schedule,
             rounds=self.rounds,
             round_size=self.round_size,
-            budget=self.rollout_budget - self.pilot * prompts,
+            budget=self.rollout_budget - self.pilot_rollouts * prompts,
             allocator=self.allocator,
+        )
+
+    @property
+    def pilot_rollouts(self) -> int:
+        """The pilot a step runs: ``pilot``, or unset the allocator's own ``default_pilot``
+        (2 for ``bamdp``), at most a quarter of the budget, under the default rounds only (a given
+        ``round_size``, ``rounds`` or ``round_schedule`` keeps an unset pilot at 0;
+        ``agents.rounds.resolve_pilot``)."""
+        from agents.rounds import resolve_pilot
+
+        prompts = self.pool_size if self.pool_size is not None else self.batch_size
+        default_rounds = (
+            self.round_schedule == "auto" and self.rounds is None and self.round_size is None
+        )
+        return resolve_pilot(
+            self.pilot,
+            self.allocator,
+            budget=self.rollout_budget,
+            questions=prompts,
+            default_rounds=default_rounds,
         )
 
     @property
@@ -510,8 +537,9 @@ class GRPOConfig:
         return resolve_belief_group(self.belief_group, self.belief_prior)
 
     def to_dict(self) -> dict[str, Any]:
-        """The config as a plain dict (what the run directory records)."""
-        return dataclasses.asdict(self)
+        """The config as a plain dict (what the run directory records), the pilot resolved to
+        the rollouts it runs (``pilot_rollouts``)."""
+        return {**dataclasses.asdict(self), "pilot": self.pilot_rollouts}
 
     def allocator_options(self) -> dict[str, Any]:
         """The allocator's keyword arguments (``allocator_kwargs`` parsed and validated)."""
@@ -544,8 +572,9 @@ RESUME_MAY_CHANGE = frozenset(
 )
 
 #: what a config written before a field existed ran with, where that is not (or may stop being)
-#: the field's default: a run's ``config.json`` without ``belief_fit`` fitted discounted counts.
-ABSENT_MEANS: dict[str, Any] = {"belief_fit": "discounted"}
+#: the field's default: a run's ``config.json`` without ``belief_fit`` fitted discounted counts,
+#: one without ``pilot`` ran none (an unset pilot now means the allocator's own).
+ABSENT_MEANS: dict[str, Any] = {"belief_fit": "discounted", "pilot": 0}
 
 #: the most torch threads chosen automatically: the small models here gain nothing from more,
 #: and OpenMP threads that wait on each other on a busy machine make every kernel slow.

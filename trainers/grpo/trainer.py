@@ -213,7 +213,7 @@ class GRPOTrainer:
             batch=cfg.batch_size,
             questions=self.local_pool * self.world,
             adaptive=adaptive,
-            pilot=cfg.pilot,
+            pilot=cfg.pilot_rollouts,
             max_group=cfg.max_group,
             utility=cfg.utility,
             round_size=cfg.round_size,

@@ -147,19 +147,35 @@ def read_settings(config: dict[str, Any], where: Path) -> RunSettings:
     if kwargs is not None and not isinstance(kwargs, dict):
         raise ValueError(f"{where}: allocator_kwargs must be a JSON object, got {kwargs!r}")
     B, G = int(c["batch_size"]), int(c["group_size"])
+    budget = int(c["budget"]) if c["budget"] is not None else B * G
+    max_group = None if c["max_group"] is None else int(c["max_group"])
+    pool = None if c["pool_size"] is None else int(c["pool_size"])
+    pilot = c["pilot"]
+    if pilot is None:  # unset (a hand-written config): what the trainer ran, resolved
+        from agents.rounds import resolve_pilot
+
+        pilot = resolve_pilot(
+            None,
+            str(c["allocator"]).strip(),
+            budget=budget,
+            questions=pool if pool is not None else B,
+            default_rounds=c["round_schedule"] == "auto"
+            and c["rounds"] is None
+            and c["round_size"] is None,
+        )
     return RunSettings(
         allocator=str(c["allocator"]).strip(),
         allocator_kwargs=dict(kwargs or {}),
         utility=str(c["utility"] or "informative"),
         batch_size=B,
         group_size=G,
-        budget=int(c["budget"]) if c["budget"] is not None else B * G,
+        budget=budget,
         round_size=None if c["round_size"] is None else int(c["round_size"]),
         rounds=None if c["rounds"] is None else int(c["rounds"]),
         round_schedule=None if c["round_schedule"] is None else str(c["round_schedule"]),
-        pool_size=None if c["pool_size"] is None else int(c["pool_size"]),
-        pilot=int(c["pilot"] or 0),
-        max_group=None if c["max_group"] is None else int(c["max_group"]),
+        pool_size=pool,
+        pilot=int(pilot),
+        max_group=max_group,
         belief_prior=str(c["belief_prior"] or "fixed"),
         prior_alpha=float(c["prior_alpha"] if c["prior_alpha"] is not None else 1.0),
         prior_beta=float(c["prior_beta"] if c["prior_beta"] is not None else 1.0),

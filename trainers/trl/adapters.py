@@ -45,13 +45,14 @@ def check_allocation_arguments(
     allocator: Any,
     allocator_kwargs: dict[str, Any] | None,
     round_size: int | None,
-    pilot: int,
+    pilot: int | None,
     max_group: int | None,
     trl_kwargs: dict[str, Any],
-) -> tuple[int | None, int, int | None]:
+) -> tuple[int | None, int | None, int | None]:
     """Validate ``AllocatingGRPOTrainer``'s own arguments before TRL's constructor runs;
     returns ``(round_size, pilot, max_group)`` as checked integers."""
-    pilot = check_int("pilot", pilot, 0)
+    if pilot is not None:
+        pilot = check_int("pilot", pilot, 0)
     if round_size is not None:
         round_size = check_int("round_size", round_size, 1)
     if max_group is not None:

@@ -135,7 +135,7 @@ import torch  # noqa: E402  (after the version check, which should fail fast)
 from accelerate.utils import broadcast_object_list, gather_object  # noqa: E402
 
 from adaroll_env import model as am  # noqa: E402
-from agents.rounds import RoundLoop, StepPlan, plan_step  # noqa: E402
+from agents.rounds import RoundLoop, StepPlan, plan_step, resolve_pilot  # noqa: E402
 from trainers.allocation.beliefs import BeliefStore  # noqa: E402
 from trainers.grpo.data_order import ALLOCATOR, derive_seed  # noqa: E402
 from trainers.grpo.objective import ScaleRewards, group_advantages  # noqa: E402
@@ -193,7 +193,11 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
       outcome-blind allocators keep one round. Default ``"auto"``: ``"0.5,0.5"`` (the
       trainer's default, ``adaroll_env.schedules.DEFAULT_ROUND_SCHEDULE``) unless
       ``round_size`` is given; ``None``: equal rounds of ``round_size``.
-    - ``pilot``: rollouts every prompt gets before the allocator's first decision.
+    - ``pilot``: rollouts every prompt gets before the allocator's first decision (default: the
+      allocator's own ``default_pilot`` with the default rounds, 2 for ``bamdp`` and 0 for the
+      others, at most a quarter of the budget and lowered until its rollouts divide among the
+      processes; 0 where ``round_size`` or a ``round_schedule`` is given:
+      ``agents.rounds.resolve_pilot``).
     - ``max_group``: cap on one prompt's rollouts per generation batch (default: none).
     - ``belief_decay``: per-optimizer-step forgetting of a prompt's past outcomes, in (0, 1].
     - ``belief_prior``: prior of unseen prompts, ``"fitted"`` (default: the Beta-binomial
@@ -222,7 +226,7 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         utility: str = "snr(8)",
         round_size: int | None = None,
         round_schedule: str | None = "auto",
-        pilot: int = 0,
+        pilot: int | None = None,
         max_group: int | None = None,
         belief_decay: float = 0.95,
         belief_prior: str = "fitted",
@@ -257,7 +261,8 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         self.batches_generated = 0
         self.rollouts_generated = 0
         super().__init__(*args, **kwargs)
-        self._check_trl_settings(pilot, round_size)
+        pilot_given = pilot is not None
+        pilot = self._check_trl_settings(pilot, round_size, round_schedule, allocator)
         self.allocator_spec = allocator
         self.utility = utility
         self.pilot = pilot
@@ -266,28 +271,54 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         self._build_allocator(allocator, allocator_kwargs)
         world = int(self.accelerator.num_processes)
         U = self.num_prompts
-        try:
-            #: the whole generation batch's step without its priors (the main process allocates)
-            self.plan: StepPlan = plan_step(
-                budget=U * self.group_budget,
-                batch=-(-U // world) * world,  # rounds of B, whole multiples of the processes
-                questions=U,
-                adaptive=bool(getattr(self.allocator, "adaptive", True)),
-                pilot=self.pilot,
-                max_group=self.max_group,
-                utility=self.utility,
-                round_size=round_size,
-                round_schedule=round_schedule,
-                allocator=allocator,
-                world=world,
+        # an allocator's own pilot is lowered until every round divides among the processes
+        for tried in range(self.pilot, -1, -1) if not pilot_given and world > 1 else [self.pilot]:
+            try:
+                #: the whole generation batch's step without its priors (the main process
+                #: allocates)
+                self.plan: StepPlan = plan_step(
+                    budget=U * self.group_budget,
+                    batch=-(-U // world) * world,  # rounds of B, whole multiples of processes
+                    questions=U,
+                    adaptive=bool(getattr(self.allocator, "adaptive", True)),
+                    pilot=tried,
+                    max_group=self.max_group,
+                    utility=self.utility,
+                    round_size=round_size,
+                    round_schedule=round_schedule,
+                    allocator=allocator,
+                    world=world,
+                )
+            except ValueError as exc:
+                if tried == 0 or pilot_given or world == 1:
+                    raise self._budget_error(exc) from exc
+                continue
+            if tried == 0 or pilot_given or not self._rounds_do_not_divide(world):
+                break
+        self.pilot = self.plan.pilot
+        if world > 1 and self._rounds_do_not_divide(world):
+            raise ValueError(
+                f"AllocatingGRPOTrainer: the pilot ({self.pilot} × {U} prompts) and rounds of "
+                f"{self.plan.round_size} (of {U * self.group_budget} completions) do not divide "
+                f"among {world} processes: give pilot, round_size or round_schedule so that "
+                f"every round is a multiple of {world} (each process generates its share)"
             )
-        except ValueError as exc:
-            raise self._budget_error(exc) from exc
         self.rounds_size = self.plan.round_size  # global rollouts of the first round
         self._params()  # validated now, not mid-run
 
-    def _check_trl_settings(self, pilot: int, round_size: int | None) -> None:
-        """After TRL's constructor: refuse its per-row features and set the budget."""
+    def _rounds_do_not_divide(self, world: int) -> bool:
+        """Whether a round of ``self.plan`` (the pilot, each round after) does not divide among
+        ``world`` processes."""
+        plan = self.plan
+        rest = plan.budget - plan.pilot * plan.num_questions
+        sizes = list(plan.round_schedule) or [min(plan.round_size, rest), rest % plan.round_size]
+        return any(n % world for n in (plan.pilot * plan.num_questions, *sizes))
+
+    def _check_trl_settings(
+        self, pilot: int | None, round_size: int | None, round_schedule: Any, allocator: Any
+    ) -> int:
+        """After TRL's constructor: refuse its per-row features, set the budget and return the
+        pilot (unset: the allocator's own, ``agents.rounds.resolve_pilot``)."""
         for name, value in (
             ("tools", self.tools),
             ("environment_factory", self.environment_factories),
@@ -310,11 +341,14 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                 f"round_size ({round_size}) must be a multiple of the number of processes "
                 f"({world}): each round's rollouts are split evenly over them"
             )
-        if world > 1 and (pilot * self.num_prompts) % world:
-            raise ValueError(
-                f"pilot × prompts per generation batch ({pilot} × {self.num_prompts}) must be a "
-                f"multiple of the number of processes ({world}): change pilot or the batch size"
-            )
+        pilot = resolve_pilot(
+            pilot,
+            allocator,
+            budget=self.num_prompts * G,
+            questions=self.num_prompts,
+            default_rounds=round_size is None and round_schedule == "auto",
+        )
+        return pilot
 
     def _build_allocator(self, allocator: Any, allocator_kwargs: dict[str, Any] | None) -> None:
         """Build (and so validate) the allocator now, not mid-run."""

@@ -11,6 +11,6 @@ $PY -m trainers.cli compete --trainer trl --entrants results/attributed/belief_f
   --task 'rg:spell_backward?min_word_len=3&max_word_len=8&num_train=10000' \
   --model runs/testbed/spell-qwen3/warm_start --max-completion-length 10 \
   --seeds 2 --first-seed 100 --steps 500 "${TRL_RECIPE[@]}" \
-  --belief-fit discounted --eval-split validation --eval-every 125 --eval-size none --eval-k 8 \
+  --belief-fit discounted --pilot 0 --eval-split validation --eval-every 125 --eval-size none --eval-k 8 \
   --workers 2 --threads 1 \
   --no-progress --out runs/attributed/belief_fit/spell "$@"

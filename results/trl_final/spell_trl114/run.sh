@@ -7,7 +7,8 @@
 # (the testbed's uniform run learned 11 -> 32 % in 500 steps), evaluated every 125 steps on the
 # task's test split x 8. From the repository root, in .venv-trl114 (make test-trl114 builds it);
 # rerun to resume.
-# --belief-fit discounted: the fit rule these runs had (the default until 2026-12-06).
+# --belief-fit discounted --pilot 0: the fit rule and pilot these runs had (the defaults until
+# 2026-12-06; an entrant that sets its own keeps it).
 set -e
 source results/trl_recipe/recipe.sh
 PY="${PY:-.venv-trl114/bin/python}"
@@ -17,4 +18,4 @@ $PY -m trainers.cli compete --trainer trl --entrants results/trl_final/spell_trl
   --model runs/testbed/spell-qwen3/warm_start --max-completion-length 10 \
   --seeds 3 --first-seed 0 --steps 500 "${TRL_RECIPE[@]}" \
   --eval-split test --eval-every 125 --eval-size none --eval-k 8 --workers 2 --threads 1 \
-  --no-progress --out runs/trl_final/spell_trl114 --belief-fit discounted "$@"
+  --no-progress --out runs/trl_final/spell_trl114 --belief-fit discounted --pilot 0 "$@"

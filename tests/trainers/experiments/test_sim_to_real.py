@@ -442,3 +442,13 @@ def test_from_run_on_the_command_line(tmp_path, capsys):
         main(["bench", "--from-run", str(tmp_path / "out"), "--no-progress"])
     assert stop.value.code == 2
     assert "neither a run directory" in capsys.readouterr().err
+
+
+def test_a_config_without_a_pilot_value_reads_as_the_trainer_ran_it() -> None:
+    from trainers.run.run_files import read_settings
+
+    base = {**CONFIG, "allocator": "bamdp", "pilot": None, "round_schedule": "auto"}
+    assert read_settings(base, Path("config.json")).pilot == 2  # bamdp's own, default rounds
+    assert read_settings({**base, "rounds": 4}, Path("config.json")).pilot == 0
+    assert read_settings({**base, "allocator": "uniform"}, Path("config.json")).pilot == 0
+    assert read_settings({**base, "pilot": 1}, Path("config.json")).pilot == 1

@@ -219,7 +219,8 @@ def test_a_stopped_run_resumes_to_the_unstopped_runs_numbers(
     assert [e["rollouts_total"] for e in evals] == [0, 32, 64]
     steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [s["rollouts"] for s in steps] == [16] * 4 and steps[-1]["rollouts_total"] == 64
-    assert all(s["rounds"] == 2 for s in steps)  # bamdp: two rounds a step by default
+    # bamdp by default: its pilot (1 a prompt at G = 4, a quarter of the budget), two rounds
+    assert all(s["rounds"] == 3 for s in steps)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trainer"].startswith("trl ") and summary["rollouts_total"] == 64
     starts = json.loads((out / "provenance.json").read_text())["starts"]
@@ -253,7 +254,7 @@ def test_a_generation_batch_of_two_steps_counts_and_resumes_at_its_end(
     steps = records(tmp_path / "stopped" / "metrics.jsonl")
     assert steps == records(tmp_path / "straight" / "metrics.jsonl")
     assert [s["rollouts"] for s in steps] == [32, 0, 32, 0]
-    assert [s["rounds"] for s in steps] == [2, 0, 2, 0]
+    assert [s["rounds"] for s in steps] == [3, 0, 3, 0]  # the pilot and two rounds
     assert steps[0]["informative_frac"] == steps[1]["informative_frac"]  # the batch both train on
     assert records(tmp_path / "stopped" / "eval.jsonl") == records(
         tmp_path / "straight" / "eval.jsonl"

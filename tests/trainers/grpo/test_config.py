@@ -4,6 +4,7 @@ the automatic thread count."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 
 import pytest
@@ -115,9 +116,10 @@ def test_to_dict_is_the_whole_config_and_round_trips() -> None:
     cfg = GRPOConfig(batch_size=4, group_size=2, allocator="thompson",
                      allocator_kwargs='{"max_horizon": 3}')  # fmt: skip
     d = cfg.to_dict()
-    assert d == dataclasses.asdict(cfg)
+    assert d == {**dataclasses.asdict(cfg), "pilot": 0}  # the pilot as it runs (thompson's: 0)
     assert set(d) == {f.name for f in dataclasses.fields(GRPOConfig)}
-    assert GRPOConfig(**json.loads(json.dumps(d))) == cfg
+    again = GRPOConfig(**json.loads(json.dumps(d)))
+    assert again.to_dict() == d and again == dataclasses.replace(cfg, pilot=0)
     assert cfg.allocator_options() == {"max_horizon": 3}
     assert GRPOConfig().allocator_options() == {}
 
@@ -177,3 +179,32 @@ def test_resolve_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_threads(None) == 3
     monkeypatch.setattr("os.cpu_count", lambda: None)
     assert resolve_threads(None) == 1
+
+
+def test_an_unset_pilot_is_the_allocators_own_lowered_to_fit() -> None:
+    # bamdp asks for 2 rollouts a prompt before its first decision; the others for none
+    bamdp = functools.partial(GRPOConfig, allocator="bamdp")
+    assert bamdp().pilot is None and bamdp().pilot_rollouts == 2
+    assert GRPOConfig().pilot_rollouts == 0  # uniform, the trainer's default allocator
+    assert GRPOConfig(allocator="knowledge_gradient").pilot_rollouts == 0
+    assert bamdp(pilot=0).pilot_rollouts == 0 and GRPOConfig(pilot=3).pilot_rollouts == 3
+    # at most a quarter of the budget: 1 at G = 4, none at G = 2 or 1
+    assert bamdp(group_size=4).pilot_rollouts == 1
+    assert bamdp(batch_size=4, group_size=2).pilot_rollouts == 0
+    assert bamdp(budget=64).pilot_rollouts == 0
+    # a pool: the pilot runs on every candidate, so its quarter counts them all
+    assert bamdp(batch_size=4, group_size=8, pool_size=8).pilot_rollouts == 1
+    # given rounds describe the whole step: an unset pilot is 0 there
+    assert bamdp(round_schedule="384,128").pilot_rollouts == 0
+    assert bamdp(rounds=4).pilot_rollouts == bamdp(round_size=64).pilot_rollouts == 0
+    assert bamdp(round_schedule="0.75,0.25", pilot=1).pilot_rollouts == 1
+    # the schedule splits what the pilot leaves: 512 - 2·64 = 384 in two rounds of 192
+    from agents.rounds import plan_step
+
+    c = bamdp()
+    plan = plan_step(budget=c.rollout_budget, batch=c.batch_size, adaptive=True,
+                     pilot=c.pilot_rollouts, round_schedule=c.schedule_spec)  # fmt: skip
+    assert (plan.pilot, plan.round_size, plan.round_schedule) == (2, 192, ())  # equal rounds
+    # the run directory records the pilot that runs
+    assert bamdp().to_dict()["pilot"] == 2
+    assert GRPOConfig().to_dict()["pilot"] == 0

@@ -116,3 +116,18 @@ def test_a_run_written_before_belief_fit_ran_with_discounted_counts() -> None:
     assert config_changes(old, {**new, "belief_fit": "weighted"}) == [
         "belief_fit: 'discounted' (not recorded: the run predates it) → 'weighted'"
     ]
+
+
+def test_a_pilot_left_unset_is_recorded_as_it_runs_and_resumes_need_the_same() -> None:
+    from trainers.grpo.config import ABSENT_MEANS
+    from trainers.run.checkpoints import config_changes
+
+    new = GRPOConfig(allocator="bamdp").to_dict()  # unset: bamdp's own pilot, recorded as 2
+    assert new["pilot"] == 2
+    # a run that recorded no pilot ran none: resuming it under bamdp's default is a change
+    old = {k: v for k, v in new.items() if k != "pilot"}
+    assert ABSENT_MEANS["pilot"] == 0
+    assert config_changes(old, new) == ["pilot: 0 (not recorded: the run predates it) → 2"]
+    assert config_changes(old, GRPOConfig(allocator="bamdp", pilot=0).to_dict()) == []
+    # a run of before the default that recorded pilot 0: the same, named as the fix needs
+    assert config_changes({**new, "pilot": 0}, new) == ["pilot: 0 → 2"]
