@@ -9,9 +9,9 @@ optimizer step per generation batch):
   round, ``G`` per prompt, TRL's row order). Every block of both starts from the same weights
   with the same seed, so they generate the very same completions: the difference in step time
   is the subclass's own cost (gathering the rows, the allocator, the belief store, the metrics);
-- ``bamdp``: ``AllocatingGRPOTrainer(allocator="bamdp")`` at the package's defaults (two equal
-  rounds, ``snr(8)``, belief priors fitted per group), which costs one generate call and one
-  scoring call per round.
+- ``bamdp``: ``AllocatingGRPOTrainer(allocator="bamdp")`` at the package's defaults (a pilot of
+  2 completions a prompt, then two equal rounds, ``snr(8)``, belief priors fitted per group),
+  which costs one generate call and one scoring call per round, the pilot's included.
 
 The variants run in alternating blocks (``blocks`` × (``warmup_steps`` untimed + ``steps``
 timed) each, a fresh trainer per block), so machine noise falls on all alike. A step is timed
