@@ -213,7 +213,8 @@ class GRPOTrainer:
             batch=cfg.batch_size,
             questions=self.local_pool * self.world,
             adaptive=adaptive,
-            pilot=cfg.pilot_rollouts,
+            # an external agent allocates: the config's allocator (and its own pilot) is unused
+            pilot=(cfg.pilot or 0) if self.external else cfg.pilot_rollouts,
             max_group=cfg.max_group,
             utility=cfg.utility,
             round_size=cfg.round_size,

@@ -171,6 +171,10 @@ def test_round_size_is_public(tiny_model_dir: Path) -> None:
     # a learned allocator keeps the round rule it was trained for: rounds of B
     learned = small_cfg(tiny_model_dir, allocator="sb3:pretrained", group_size=8)
     assert GRPOTrainer(learned).round_size == 4
+    # an external agent allocates: bamdp's own pilot does not come with its unused name
+    bamdp_cfg = small_cfg(tiny_model_dir, allocator="bamdp", group_size=8)
+    assert GRPOTrainer(bamdp_cfg).plan.pilot == 2
+    assert GRPOTrainer(bamdp_cfg, external=True).plan.pilot == 0
     ext = GRPOTrainer(small_cfg(tiny_model_dir), external=True)
     assert ext.round_size == 4 and ext.allocator is None and ext.next_round_size == 0
     obs = ext.begin_step()
