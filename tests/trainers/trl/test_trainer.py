@@ -229,6 +229,7 @@ def test_bamdp_spends_the_budget_in_ragged_groups_with_exact_advantages(
         max_steps=6,
         per_device_train_batch_size=32,  # 8 prompts × 4
     )
+    assert trainer.pilot == 1  # bamdp's own 2, at most a quarter of G = 4
     seen = capture(trainer)
     train(trainer)
     records = list(trainer.allocations)
@@ -485,6 +486,7 @@ def test_round_schedule_sets_the_rounds(
     assert len(records) == 2
     for rec in records:
         assert sum(rec.counts) == 32 and rec.rounds == 2
+    assert trainer.pilot == 0  # a given schedule describes the whole step
     with pytest.raises(ValueError, match="hands out 30 rollouts"):
         build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, allocator="bamdp",
               round_schedule="24,6", per_device_train_batch_size=32)  # fmt: skip
