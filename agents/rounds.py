@@ -109,15 +109,17 @@ def resolve_pilot(
     *,
     budget: int,
     questions: int,
-    default_rounds: bool = True,
+    round_size: int | None = None,
+    rounds: int | None = None,
+    round_schedule: str | tuple[int, ...] | None = "auto",
 ) -> int:
     """The pilot a trainer runs: ``pilot`` when given, else the allocator's own
     ``default_pilot`` (a spec through ``agents.registry.default_pilot``, an instance through its
     attribute; 0 without one), lowered to spend at most a quarter of the budget (the share
     ``bamdp``'s pilot of 2 had at 8 rollouts a prompt, where it was measured): at most
-    ``budget // (4 * questions)``. The allocator's pilot comes with the
-    default rounds only: where the caller gave a round size, a number of rounds or a schedule
-    (``default_rounds=False``), those describe the whole step and an unset pilot is 0.
+    ``budget // (4 * questions)``. The allocator's pilot comes with the default rounds only
+    (``round_schedule="auto"``, no ``round_size``, no ``rounds``): a given round size, number of
+    rounds or schedule describes the whole step, and an unset pilot is then 0.
 
     >>> resolve_pilot(None, "bamdp", budget=512, questions=64)
     2
@@ -127,12 +129,12 @@ def resolve_pilot(
     1
     >>> resolve_pilot(3, "uniform", budget=512, questions=64)
     3
-    >>> resolve_pilot(None, "bamdp", budget=512, questions=64, default_rounds=False)
+    >>> resolve_pilot(None, "bamdp", budget=512, questions=64, round_schedule="384,128")
     0
     """
     if pilot is not None:
         return int(pilot)
-    if not default_rounds:
+    if round_schedule != "auto" or round_size is not None or rounds is not None:
         return 0
     if isinstance(allocator, str):
         from agents.registry import default_pilot

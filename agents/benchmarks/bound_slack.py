@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from adaroll_env.model import AllocationParams
+from adaroll_env.schedules import parse_round_schedule
 
 #: the JSON file written into ``out``
 RESULTS_FILE = "bench_bound_slack.json"
@@ -65,10 +66,9 @@ def instance(
         "utility": utility,
     }
     if "+" in schedule:
-        sizes = [round(float(f) * N) for f in schedule.split("+")]
-        sizes[-1] = N - sum(sizes[:-1])
+        sizes = parse_round_schedule(schedule, N)
         kw["round_size"] = sizes[0]
-        kw["round_schedule"] = tuple(sizes)
+        kw["round_schedule"] = sizes
     else:
         kw["round_size"] = -(-N // int(schedule))
     return AllocationParams(**kw)

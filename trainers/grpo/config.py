@@ -517,16 +517,14 @@ class GRPOConfig:
         ``agents.rounds.resolve_pilot``)."""
         from agents.rounds import resolve_pilot
 
-        prompts = self.pool_size if self.pool_size is not None else self.batch_size
-        default_rounds = (
-            self.round_schedule == "auto" and self.rounds is None and self.round_size is None
-        )
         return resolve_pilot(
             self.pilot,
             self.allocator,
             budget=self.rollout_budget,
-            questions=prompts,
-            default_rounds=default_rounds,
+            questions=self.pool_size if self.pool_size is not None else self.batch_size,
+            round_size=self.round_size,
+            rounds=self.rounds,
+            round_schedule=self.round_schedule,
         )
 
     @property

@@ -159,9 +159,9 @@ def read_settings(config: dict[str, Any], where: Path) -> RunSettings:
             str(c["allocator"]).strip(),
             budget=budget,
             questions=pool if pool is not None else B,
-            default_rounds=c["round_schedule"] == "auto"
-            and c["rounds"] is None
-            and c["round_size"] is None,
+            round_size=c["round_size"],
+            rounds=c["rounds"],
+            round_schedule=c["round_schedule"],
         )
     return RunSettings(
         allocator=str(c["allocator"]).strip(),

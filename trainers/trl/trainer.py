@@ -272,7 +272,8 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
         world = int(self.accelerator.num_processes)
         U = self.num_prompts
         # an allocator's own pilot is lowered until every round divides among the processes
-        for tried in range(self.pilot, -1, -1) if not pilot_given and world > 1 else [self.pilot]:
+        tries = [self.pilot] if pilot_given or world == 1 else list(range(self.pilot, -1, -1))
+        for tried in tries:
             try:
                 #: the whole generation batch's step without its priors (the main process
                 #: allocates)
@@ -290,13 +291,13 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
                     world=world,
                 )
             except ValueError as exc:
-                if tried == 0 or pilot_given or world == 1:
+                if tried == tries[-1]:
                     raise self._budget_error(exc) from exc
                 continue
-            if tried == 0 or pilot_given or not self._rounds_do_not_divide(world):
+            if tried == tries[-1] or not self._rounds_do_not_divide(world):
                 break
         self.pilot = self.plan.pilot
-        if world > 1 and self._rounds_do_not_divide(world):
+        if self._rounds_do_not_divide(world):
             raise ValueError(
                 f"AllocatingGRPOTrainer: the pilot ({self.pilot} × {U} prompts) and rounds of "
                 f"{self.plan.round_size} (of {U * self.group_budget} completions) do not divide "
@@ -309,10 +310,13 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
     def _rounds_do_not_divide(self, world: int) -> bool:
         """Whether a round of ``self.plan`` (the pilot, each round after) does not divide among
         ``world`` processes."""
+        if world == 1:
+            return False
+        from agents.bamdp.rounds import round_sizes
+
         plan = self.plan
-        rest = plan.budget - plan.pilot * plan.num_questions
-        sizes = list(plan.round_schedule) or [min(plan.round_size, rest), rest % plan.round_size]
-        return any(n % world for n in (plan.pilot * plan.num_questions, *sizes))
+        sizes = (plan.pilot * plan.num_questions, *round_sizes(plan.params()))
+        return any(n % world for n in sizes)
 
     def _check_trl_settings(
         self, pilot: int | None, round_size: int | None, round_schedule: Any, allocator: Any
@@ -346,7 +350,8 @@ class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
             allocator,
             budget=self.num_prompts * G,
             questions=self.num_prompts,
-            default_rounds=round_size is None and round_schedule == "auto",
+            round_size=round_size,
+            round_schedule=round_schedule,
         )
         return pilot
 
