@@ -10,7 +10,9 @@ the level's fitted prior at the end (mean and concentration a + b), and the fina
 pass@1 on the level (``eval.jsonl``). The store does not keep how many rollouts each prompt got
 over the run (its counts decay), so neither does this. ``beliefs.json`` is not part of the
 committed evidence, so this reads the competition directory and writes ``per_level.json``
-(small) into the evidence directory, from which it prints the table again. Usage, from the
+(small) into the evidence directory, from which it prints the table again; runs already there
+and no longer in the competition directory (a competition continued on a fresh clone from its
+evidence) are kept. Usage, from the
 repository root:
 
     python results/trl_final/per_level.py COMPETITION_DIR EVIDENCE_DIR   # collect, write, print
@@ -79,8 +81,15 @@ def main(args: list[str]) -> None:
     if len(args) == 2:
         competition, evidence = map(Path, args)
         evidence.mkdir(parents=True, exist_ok=True)
-        (evidence / FILE).write_text(json.dumps(collect(competition), indent=1) + "\n")
-        print(f"wrote {evidence / FILE}")
+        path = evidence / FILE
+        # runs collected earlier stay: a competition continued on a fresh clone holds its
+        # earlier runs only as evidence copies, which have no beliefs.json
+        data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+        for name, seeds in collect(competition).items():
+            data.setdefault(name, {}).update(seeds)
+        data = {name: dict(sorted(data[name].items())) for name in sorted(data)}
+        path.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {path}")
     show(json.loads((Path(args[-1]) / FILE).read_text()))
 
 

@@ -36,6 +36,7 @@ import os
 import shlex
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -74,6 +75,7 @@ __all__ = [
     "Entrant",
     "copy_evidence",
     "main",
+    "restore_evidence",
     "rollouts_to_reach",
     "tabulate",
     "tabulate_recorded",
@@ -259,17 +261,21 @@ class CompeteConfig:
             "hard kill): every setting (entrants, seeds, shared run settings, trainer) comes "
             "from DIR/config.json, the finished runs are skipped and the others resume from "
             "their last checkpoints; the same as rerunning the command that started it. Only "
-            "--workers, --stop-grace, --progress, --baseline and --allow-mixed go with it"
+            "--workers, --stop-grace, --progress, --baseline, --allow-mixed and --evidence go "
+            "with it (its recorded --evidence is kept)"
         ),
     )
     evidence: str | None = field(
         default=None,
         metadata=field_help(
-            "with --tabulate DIR: also copy the small files every table is made from (DIR's "
-            "config.json, the entrants file, command.txt, and per run config.json, eval.jsonl, "
-            "steps.csv, summary.json, provenance.json; no metrics.jsonl, checkpoints, "
-            "beliefs.json, logs) to DEST and tabulate there, so DEST alone regenerates the "
-            "tables (the calibration plot needs beliefs.json and is left out)"
+            "DEST for the small files every table is made from (the competition's config.json, "
+            "the entrants file, command.txt, and per run config.json, eval.jsonl, steps.csv, "
+            "summary.json, provenance.json; no metrics.jsonl, checkpoints, beliefs.json, logs), "
+            "tabulated there so that DEST alone regenerates the tables (the calibration plot "
+            "needs beliefs.json and is left out). With --tabulate DIR: copy DIR's finished runs. "
+            "While a competition runs (or --resume): copy each run as it finishes, and first "
+            "restore into --out the finished runs DEST holds and --out lacks, so that a "
+            "competition whose DEST is committed continues on a fresh clone"
         ),
     )
     stop_grace: float = field(
@@ -296,11 +302,6 @@ class CompeteConfig:
         if self.tabulate is not None:
             self._read_recorded(Path(self.tabulate), "tabulate")
             return
-        if self.evidence is not None:
-            raise ValueError(
-                f"--evidence {self.evidence} copies a finished competition's small files: give "
-                "the competition directory with it, --tabulate DIR --evidence DEST"
-            )
         if self.resume is not None:
             self._read_recorded(Path(self.resume), "resume")
         elif self.entrants is not None:
@@ -346,6 +347,11 @@ class CompeteConfig:
         if self.baseline is not None and self.baseline not in self.names():
             raise unknown_name("baseline entrant", self.baseline, self.names(),
                                "The baseline is one of the entrants.")  # fmt: skip
+        if self.evidence is not None and Path(self.evidence).resolve() == Path(self.out).resolve():
+            raise ValueError(
+                f"--evidence {self.evidence} is the competition directory (--out) itself: give "
+                "another directory (e.g. results/<stage>/evidence)"
+            )
         self._check_trainer()
         for e in self.resolved_entrants:  # the trainer's own checks (names, files, keywords)
             try:
@@ -426,8 +432,9 @@ class CompeteConfig:
                 "--baseline, --allow-mixed and --evidence go with --tabulate; to run other "
                 "settings, run adaroll compete without it"
                 if flag == "tabulate"
-                else "--workers, --stop-grace, --progress, --baseline and --allow-mixed go with "
-                "--resume; to run other settings, start another competition with its own --out"
+                else "--workers, --stop-grace, --progress, --baseline, --allow-mixed and "
+                "--evidence go with --resume; to run other settings, start another competition "
+                "with its own --out"
             )
             raise ValueError(
                 f"--{flag} {directory} takes the competition's settings from its config.json; "
@@ -438,6 +445,8 @@ class CompeteConfig:
         self.grpo = grpo
         if self.baseline is None:
             self.baseline = data.get("baseline")
+        if flag == "resume" and self.evidence is None:
+            self.evidence = data.get("evidence")  # a resumed competition keeps its evidence
         self.resolved_entrants = _recorded_entrants(data, directory / "config.json")
         check_unique(self.resolved_entrants)
         check_config_int("seeds", self.seeds, 1)
@@ -585,18 +594,24 @@ def _worker(cfg: GRPOConfig) -> None:
 
 
 def _finished(cfg: GRPOConfig) -> bool:
-    """Whether the run of ``cfg`` is done: its ``DONE`` marker (written last) says all its
-    steps; runs written before the marker count by a summary that ended by steps."""
+    """Whether the run of ``cfg`` is done: ``_finished_at`` its directory."""
+    return _finished_at(Path(cfg.out), cfg.steps)
+
+
+def _finished_at(run: Path, steps: int) -> bool:
+    """Whether the run directory ``run`` holds a run done after ``steps`` steps: its ``DONE``
+    marker (written last) says so; runs written before the marker, and evidence copies (which
+    leave the marker out), count by a summary that ended by steps."""
     from trainers.run.grpo_command import read_done
 
-    done = read_done(cfg.out)
+    done = read_done(run)
     if done is not None:
-        return bool(done["steps"] == cfg.steps)
-    path = Path(cfg.out) / "summary.json"
+        return bool(done["steps"] == steps)
+    path = run / "summary.json"
     if not path.exists():
         return False
     summary = json.loads(path.read_text())
-    return bool(summary.get("steps") == cfg.steps and summary.get("stopped_by") == "steps")
+    return bool(summary.get("steps") == steps and summary.get("stopped_by") == "steps")
 
 
 def _check_recorded(jobs: list[GRPOConfig]) -> None:
@@ -635,7 +650,9 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
         return tabulate_recorded(cfg)
     check_model_path(cfg.grpo.model)  # before the competition directory is written
     out = Path(cfg.out)
-    jobs = [cfg.run_config(name, s) for s in cfg.seed_list() for name in cfg.names()]
+    keys = [(name, s) for s in cfg.seed_list() for name in cfg.names()]
+    jobs = [cfg.run_config(name, s) for name, s in keys]
+    restored = restore_evidence(cfg, dict(zip(keys, jobs, strict=True)))
     _check_recorded(jobs)
     _check_trainer_version(cfg)
     resolve_model_dir(cfg.grpo.model)  # builds the tiny warm start once, before workers start
@@ -652,8 +669,20 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
             f"compete: {len(jobs)} runs ({len(jobs) - len(todo)} already done), {cfg.workers} at "
             f"a time, {threads or 'default'} torch thread(s) each; log: {out / COMPETE_LOG}"
         )
+        if restored:
+            console.print(
+                f"restored from the evidence in {cfg.evidence}: {', '.join(restored)}",
+                highlight=False,
+            )
         start = time.perf_counter()
-        runner = _Runner(cfg, console)
+        by_out = {job.out: key for key, job in zip(keys, jobs, strict=True)}
+
+        def keep(job: GRPOConfig) -> None:  # a finished run's small files, into the evidence
+            if cfg.evidence is not None:
+                name, seed = by_out[job.out]
+                copy_evidence(cfg, Path(cfg.evidence), {name: [seed]})
+
+        runner = _Runner(cfg, console, on_done=keep)
         with stopping.StopSignals(on_signal=runner.forward):
             outcomes = runner.run(todo, total=len(jobs))
         signum = stopping.requested()
@@ -679,6 +708,8 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         console.print((out / "table.md").read_text())
         console.print(f"competition directory: {out} (table.md, results.csv, summary.json, plots)")
+        if cfg.evidence is not None:
+            _evidence_tables(cfg, summary, console)
     return summary
 
 
@@ -758,9 +789,12 @@ class _Runner:
     seconds later is killed and named in ``stuck``. A run that fails stops the competition the
     same way; it is named in ``failed``."""
 
-    def __init__(self, cfg: CompeteConfig, console: Any) -> None:
+    def __init__(
+        self, cfg: CompeteConfig, console: Any, on_done: Callable[[GRPOConfig], None] | None = None
+    ) -> None:
         self.cfg = cfg
         self.console = console
+        self.on_done = on_done  # called with each run that finished
         self.running: dict[Any, GRPOConfig] = {}  # process -> its run
         self.stop_at: float | None = None
         self.stuck: list[GRPOConfig] = []
@@ -792,6 +826,7 @@ class _Runner:
             if self.cfg.workers == 1:
                 for job in todo:
                     outcomes[job.out] = _run_one(job)
+                    self._finished(job, outcomes[job.out])
                     progress.advance(bar)
                     if outcomes[job.out] == "stopped":
                         break  # the stop was for the whole competition
@@ -822,6 +857,7 @@ class _Runner:
                     outcome = _outcome(proc.exitcode)
                     outcomes[job.out] = outcome
                     self._log(f"{outcome}: {job.out}")
+                    self._finished(job, outcome)
                     advance()
                     if outcome == "failed":
                         self.failed.append(job)
@@ -832,6 +868,16 @@ class _Runner:
                 proc.kill()
                 proc.join()
             self.running.clear()
+
+    def _finished(self, job: GRPOConfig, outcome: str) -> None:
+        """``on_done`` for a run that finished; a failure there is logged, not raised (the
+        other runs go on)."""
+        if outcome != "done" or self.on_done is None:
+            return
+        try:
+            self.on_done(job)
+        except (OSError, ValueError) as exc:
+            self._log(f"warning: {job.out} finished, but keeping its evidence failed: {exc}")
 
     @property
     def _stopping(self) -> bool:
@@ -1121,12 +1167,7 @@ def copy_evidence(cfg: CompeteConfig, dest: Path, runs: dict[str, list[int]]) ->
     ``equivalent_command``) and, for each run of ``runs`` (entrant -> seeds), the
     ``EVIDENCE_RUN_FILES`` it has. Returns the files written."""
     src = Path(cfg.out)
-    if dest.exists() and any(dest.iterdir()) and not (dest / "config.json").is_file():
-        found = sorted(p.name for p in dest.iterdir())[:8]
-        raise ValueError(
-            f"--evidence {dest} already holds other files ({', '.join(found)}): give a new or "
-            "empty directory, or an earlier evidence copy to refresh"
-        )
+    _check_evidence_dir(dest)
     dest.mkdir(parents=True, exist_ok=True)
     written = [Path(shutil.copy2(src / "config.json", dest / "config.json"))]
     config = json.loads((src / "config.json").read_text())
@@ -1165,6 +1206,77 @@ def copy_evidence(cfg: CompeteConfig, dest: Path, runs: dict[str, list[int]]) ->
     return written
 
 
+def _check_evidence_dir(dest: Path) -> None:
+    """Refuse an evidence destination that holds other files than an evidence copy."""
+    if dest.exists() and any(dest.iterdir()) and not (dest / "config.json").is_file():
+        found = sorted(p.name for p in dest.iterdir())[:8]
+        raise ValueError(
+            f"--evidence {dest} already holds other files ({', '.join(found)}): give a new or "
+            "empty directory, or an earlier evidence copy to refresh"
+        )
+
+
+def restore_evidence(cfg: CompeteConfig, jobs: dict[tuple[str, int], GRPOConfig]) -> list[str]:
+    """Before a competition runs with ``--evidence DEST``: copy into ``--out`` every finished
+    run ``DEST`` holds whose directory under ``--out`` is missing or empty (a fresh clone, where
+    only the committed evidence survived), so that it is not run again. ``jobs``: (entrant,
+    seed) -> its run config. A run ``DEST`` holds with other settings than its entrant has now,
+    or one that ``--out`` has started while ``DEST`` holds it finished, is refused with the
+    fix. Returns the runs restored, as "entrant seed k"."""
+    from trainers.run.checkpoints import config_changes
+
+    if cfg.evidence is None:
+        return []
+    dest, out = Path(cfg.evidence), Path(cfg.out)
+    _check_evidence_dir(dest)  # before hours of runs, not after the first
+    found: list[tuple[str, Path, Path]] = []  # checked first, copied only if all pass
+    for (name, seed), job in jobs.items():
+        run = Path(job.out)
+        kept = dest / run.relative_to(out)
+        if _finished(job) or not _finished_at(kept, job.steps):
+            continue
+        recorded = kept / "config.json"
+        changes = (
+            config_changes(json.loads(recorded.read_text()), job.to_dict())
+            if recorded.is_file()
+            else ["it has no config.json"]
+        )
+        if changes:
+            raise ValueError(
+                f"--evidence {dest}: {kept} ran with other settings than entrant {name!r} has "
+                f"now ({'; '.join(changes)}): rename the entrant, or give another --evidence"
+            )
+        if run.is_dir() and any(run.iterdir()):
+            raise ValueError(
+                f"{run} holds a started run of entrant {name!r}, seed {seed}, and --evidence "
+                f"{kept} holds the same run finished: remove {run} to use the finished one, or "
+                f"remove {kept} to finish this one"
+            )
+        found.append((f"{name} seed {seed}", kept, run))
+    for _, kept, run in found:
+        run.mkdir(parents=True, exist_ok=True)
+        for file in EVIDENCE_RUN_FILES:
+            if (kept / file).is_file():
+                shutil.copy2(kept / file, run / file)
+    return [label for label, _, _ in found]
+
+
+def _evidence_tables(cfg: CompeteConfig, summary: dict[str, Any], console: Any) -> None:
+    """Copy the finished runs of ``summary`` to ``cfg.evidence`` (``copy_evidence``) and
+    tabulate the copy; its summary goes under ``evidence`` of ``summary``."""
+    assert cfg.evidence is not None
+    dest = Path(cfg.evidence)
+    files = copy_evidence(cfg, dest, summary["runs"])
+    copy = CompeteConfig(tabulate=str(dest), baseline=cfg.baseline, allow_mixed=cfg.allow_mixed)
+    summary["evidence"] = tabulate(copy)
+    _write_summary(dest, summary["evidence"])
+    size = sum(f.stat().st_size for f in files)
+    console.print(
+        f"evidence: {dest} ({len(files)} files, {size / 1e6:.2f} MB, tables regenerated from "
+        "them alone)"
+    )
+
+
 def _write_summary(out: Path, summary: dict[str, Any]) -> None:
     """``summary.json``, keeping the ``wall_minutes`` of the run that wrote it first."""
     path = out / "summary.json"
@@ -1187,15 +1299,5 @@ def tabulate_recorded(cfg: CompeteConfig) -> dict[str, Any]:
     console.print((out / "table.md").read_text())
     console.print(f"tabulated: {out} (table.md, results.csv, summary.json, plots)")
     if cfg.evidence is not None:
-        dest = Path(cfg.evidence)
-        files = copy_evidence(cfg, dest, summary["runs"])
-        copy = CompeteConfig(tabulate=str(dest), baseline=cfg.baseline,
-                             allow_mixed=cfg.allow_mixed)  # fmt: skip
-        summary["evidence"] = tabulate(copy)
-        _write_summary(dest, summary["evidence"])
-        size = sum(f.stat().st_size for f in files)
-        console.print(
-            f"evidence: {dest} ({len(files)} files, {size / 1e6:.2f} MB, tables regenerated from "
-            "them alone)"
-        )
+        _evidence_tables(cfg, summary, console)
     return summary

@@ -626,7 +626,7 @@ def test_resume_runs_what_is_left_with_the_recorded_settings(
         (["--steps", "5"], r"--resume .*takes the competition's settings .*drop --steps \(5\)"),
         (["--allocators", "bamdp"], r"drop --allocators \('bamdp'\) \(only --workers"),
         (["--tabulate", str(out)], r"--tabulate .* and --resume .* both given"),
-        (["--evidence", str(tmp_path / "e")], r"--evidence .* copies a finished competition"),
+        (["--evidence", str(out)], r"--evidence .* is the competition directory"),
     ]:  # fmt: skip
         with pytest.raises(SystemExit) as exc:
             cli(["compete", "--resume", str(out), *args])
@@ -636,6 +636,75 @@ def test_resume_runs_what_is_left_with_the_recorded_settings(
         cli(["compete", "--resume", str(tmp_path / "nowhere")])
     err = capsys.readouterr().err
     assert f"--resume {tmp_path / 'nowhere'}: no config.json there" in err
+
+
+def test_a_competition_keeps_its_evidence_and_continues_from_it_on_a_fresh_clone(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--evidence while a competition runs: each finished run's small files go to DEST as it
+    finishes; a rerun whose --out was lost (a fresh clone with DEST committed) restores them
+    and runs only what DEST lacks."""
+    from trainers.cli import main as cli
+
+    out, dest = tmp_path / "c", tmp_path / "evidence"
+    start = ["compete", "--allocators", "uniform", "--seeds", "2", "--workers", "1",
+             "--model", str(tiny_model_dir), "--steps", "2", "--batch-size", "4",
+             "--group-size", "2", "--eval-every", "2", "--eval-size", "4", "--eval-k", "1",
+             "--no-progress", "--out", str(out), "--evidence", str(dest)]  # fmt: skip
+    assert cli(start) == 0
+    assert f"evidence: {dest}" in capsys.readouterr().out
+    kept = dest / "runs" / "uniform" / "seed1"
+    files = sorted(p.name for p in kept.iterdir())
+    assert files == ["config.json", "eval.jsonl", "provenance.json", "steps.csv", "summary.json"]
+    assert (dest / "table.md").is_file() and (dest / "command.txt").is_file()
+    summary = (kept / "summary.json").read_text()
+    accuracy = ("final_pass@1", "final_pass@k", "auc_pass@1", "rollouts", "seeds")
+
+    def table() -> list[dict[str, Any]]:  # the accuracy columns (the timing ones vary)
+        rows = json.loads((dest / "summary.json").read_text())["rows"]
+        return [{k: row[k] for k in accuracy} for row in rows]
+
+    before = table()
+    # the session ends: everything but the evidence is gone; seed 1 is lost from it too
+    shutil.rmtree(out)
+    shutil.rmtree(dest / "runs" / "uniform" / "seed0")
+    assert cli(start) == 0
+    printed = capsys.readouterr().out
+    assert "1 already done" in printed
+    assert "restored from the evidence in" in printed and "uniform seed 1" in printed
+    assert (out / "runs" / "uniform" / "seed0" / "DONE").is_file()  # run again
+    assert not (out / "runs" / "uniform" / "seed1" / "DONE").exists()  # restored, not run
+    assert (out / "runs" / "uniform" / "seed1" / "summary.json").read_text() == summary
+    assert (dest / "runs" / "uniform" / "seed0" / "summary.json").is_file()  # kept again
+    assert table() == before  # the same runs, the same table
+    assert json.loads((dest / "summary.json").read_text())["runs"] == {"uniform": [0, 1]}
+    # --resume keeps the recorded --evidence
+    assert CompeteConfig(resume=str(out)).evidence == str(dest)
+    # a run started under --out while the evidence holds it finished: refused, not overwritten
+    shutil.rmtree(out / "runs" / "uniform" / "seed1")
+    (out / "runs" / "uniform" / "seed1").mkdir()
+    (out / "runs" / "uniform" / "seed1" / "metrics.jsonl").write_text("{}\n")
+    with pytest.raises(SystemExit):
+        cli(["compete", "--resume", str(out), "--workers", "1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert "holds a started run of entrant 'uniform', seed 1" in err and "remove" in err
+    # evidence that ran with other settings than the entrant now has: refused
+    shutil.rmtree(out)
+    changed = json.loads((kept / "config.json").read_text())
+    changed["lr"] = 0.5
+    (kept / "config.json").write_text(json.dumps(changed))
+    with pytest.raises(SystemExit):
+        cli(start)
+    assert re.search(r"ran with other settings than entrant 'uniform' has now .*lr",
+                     capsys.readouterr().err)  # fmt: skip
+    # a destination holding something else is refused before any run starts
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "mine.txt").write_text("x")
+    with pytest.raises(SystemExit):
+        cli([*start[:-1], str(other)])
+    assert "already holds other files (mine.txt)" in capsys.readouterr().err
+    assert not (out / "runs").exists()
 
 
 def test_tabulate_takes_its_settings_from_the_record(
@@ -667,8 +736,6 @@ def test_tabulate_takes_its_settings_from_the_record(
         CompeteConfig(tabulate=str(tmp_path / "nowhere"))
     with pytest.raises(ValueError, match=r"is not the config.json of adaroll compete"):
         CompeteConfig(tabulate=str(tmp_path / "model"))  # a model's config.json
-    with pytest.raises(ValueError, match=r"--evidence .* give the competition directory with it"):
-        CompeteConfig(evidence=str(tmp_path / "e"))
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match=r"already holds other files \(notes.txt\)"):
