@@ -9,6 +9,9 @@
 # rerun to resume.
 # --belief-fit discounted --pilot 0: the fit rule and pilot these runs had (the defaults until
 # 2026-12-06; an entrant that sets its own keeps it).
+# --evidence: each finished run's small files go to spell_trl114/evidence as it finishes (commit
+# them); on a fresh clone this script restores them and runs only the rest (runs in progress
+# when a session ends start again on the next clone).
 set -e
 source results/trl_recipe/recipe.sh
 PY="${PY:-.venv-trl114/bin/python}"
@@ -18,4 +21,5 @@ $PY -m trainers.cli compete --trainer trl --entrants results/trl_final/spell_trl
   --model runs/testbed/spell-qwen3/warm_start --max-completion-length 10 \
   --seeds 3 --first-seed 0 --steps 500 "${TRL_RECIPE[@]}" \
   --eval-split test --eval-every 125 --eval-size none --eval-k 8 --workers 2 --threads 1 \
-  --no-progress --out runs/trl_final/spell_trl114 --belief-fit discounted --pilot 0 "$@"
+  --no-progress --out runs/trl_final/spell_trl114 --belief-fit discounted --pilot 0 \
+  --evidence results/trl_final/spell_trl114/evidence "$@"
