@@ -63,6 +63,7 @@ from trainers.experiments.statistics import (
     paired,
     paired_row,
     rollouts_to_reach,
+    step_records,
 )
 from trainers.experiments.trl_run import TRL_FIELDS, LrSchedule, TrlRunConfig, trl_checkpoints
 from trainers.grpo import GRPOConfig, field_help
@@ -680,6 +681,7 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
         def keep(job: GRPOConfig) -> None:  # a finished run's small files, into the evidence
             if cfg.evidence is not None:
                 name, seed = by_out[job.out]
+                step_records(job.out)  # its steps.csv, which stands in for metrics.jsonl
                 copy_evidence(cfg, Path(cfg.evidence), {name: [seed]})
 
         runner = _Runner(cfg, console, on_done=keep)

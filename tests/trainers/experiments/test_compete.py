@@ -639,7 +639,10 @@ def test_resume_runs_what_is_left_with_the_recorded_settings(
 
 
 def test_a_competition_keeps_its_evidence_and_continues_from_it_on_a_fresh_clone(
-    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """--evidence while a competition runs: each finished run's small files go to DEST as it
     finishes; a rerun whose --out was lost (a fresh clone with DEST committed) restores them
@@ -651,11 +654,25 @@ def test_a_competition_keeps_its_evidence_and_continues_from_it_on_a_fresh_clone
              "--model", str(tiny_model_dir), "--steps", "2", "--batch-size", "4",
              "--group-size", "2", "--eval-every", "2", "--eval-size", "4", "--eval-k", "1",
              "--no-progress", "--out", str(out), "--evidence", str(dest)]  # fmt: skip
-    assert cli(start) == 0
-    assert f"evidence: {dest}" in capsys.readouterr().out
-    kept = dest / "runs" / "uniform" / "seed1"
-    files = sorted(p.name for p in kept.iterdir())
-    assert files == ["config.json", "eval.jsonl", "provenance.json", "steps.csv", "summary.json"]
+    # each run is kept as it finishes, before any table: a competition that dies before its
+    # tables has its finished runs, steps.csv included, in DEST
+    import trainers.experiments.compete as compete_module
+
+    def crash(cfg: CompeteConfig) -> dict[str, Any]:
+        raise RuntimeError("the machine went away")
+
+    monkeypatch.setattr(compete_module, "tabulate", crash)
+    with pytest.raises(RuntimeError, match="went away"):
+        cli(start)
+    monkeypatch.undo()
+    per_run = ["config.json", "eval.jsonl", "provenance.json", "steps.csv", "summary.json"]
+    for seed in (0, 1):
+        kept = dest / "runs" / "uniform" / f"seed{seed}"
+        assert sorted(p.name for p in kept.iterdir()) == per_run
+    assert not (dest / "table.md").exists()
+    assert cli(start) == 0  # nothing left to run: the tables, of the runs and of DEST
+    printed = capsys.readouterr().out
+    assert "2 already done" in printed and f"evidence: {dest}" in printed
     assert (dest / "table.md").is_file() and (dest / "command.txt").is_file()
     summary = (kept / "summary.json").read_text()
     accuracy = ("final_pass@1", "final_pass@k", "auc_pass@1", "rollouts", "seeds")
