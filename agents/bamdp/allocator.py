@@ -29,6 +29,7 @@ from agents.base import BaseAllocator, Beliefs, Obs
 PriorMode = Literal["tables", "interpolate"]
 RoundPolicy = Literal["relaxed", "index"]
 LastRound = Literal["exact", "index"]
+RoundSplit = Literal["values", "even"]
 
 #: up to this many distinct priors in one episode get a table each; more are interpolated
 MAX_EXACT_PRIORS = 4
@@ -73,6 +74,37 @@ class _Tables:
         return np.asarray(np.sum(np.where(w > 0, w * vals, 0.0), axis=-1), dtype=np.float64)
 
 
+def even_within_classes(
+    counts: NDArray[np.int64],
+    spec_of: NDArray[np.int64],
+    s: NDArray[np.int64],
+    f: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    """``counts`` with each class of identical questions (the same prior ``spec_of``, the same
+    successes ``s`` and failures ``f``, hence the same capacity) sharing its total evenly: the
+    class's k questions get ⌊T/k⌋ each and the first T mod k of them one more. Class totals, and
+    so the round's size, are kept.
+
+    >>> even_within_classes(np.array([7, 0, 7, 0, 2]), np.zeros(5, dtype=np.int64),
+    ...                     np.array([0, 0, 0, 0, 1]), np.zeros(5, dtype=np.int64)).tolist()
+    [4, 4, 3, 3, 2]
+    """
+    out = counts.copy()
+    keys = np.stack([spec_of, s, f], axis=1)
+    _, label = np.unique(keys, axis=0, return_inverse=True)
+    label = label.ravel()
+    for c in np.unique(label):
+        members = np.flatnonzero(label == c)
+        k = members.size
+        if k < 2:
+            continue
+        total = int(counts[members].sum())
+        share = np.full(k, total // k, dtype=np.int64)
+        share[: total % k] += 1
+        out[members] = share
+    return out
+
+
 class BAMDPAllocator(BaseAllocator):
     """Bayes-optimal rollout allocation for the BAMDP of docs: design §2 (adaroll's own method).
 
@@ -97,6 +129,13 @@ class BAMDPAllocator(BaseAllocator):
     rounds before the last; the **last round** (the whole budget left) is then split exactly —
     Σ_i E_m[u] maximised given the state, under each question's own posterior
     (``decide_last_round``; ``last_round="index"`` keeps the index rule there too).
+    The relaxation values each question's counts alone, a later round's rollouts bought at that
+    round's price; its values are not concave in the count, so identical questions can be split
+    between extremes (two rounds of 256 at B = 64 under ``snr(4)``: 6-7 rollouts to 37 questions,
+    none to 27) that tie at the price but cost utility once the later round's budget binds.
+    ``round_split="even"`` gives each class of identical questions (same prior and counts) its
+    total evenly in every round before the last (``even_within_classes``); ``"values"`` (the
+    default) keeps the split as it comes.
 
     **Exact policy.** Where the joint belief state space is small enough (``max_states`` states
     in sequential mode, ``max_round_states`` in rounds mode, whose states carry many more
@@ -145,8 +184,16 @@ class BAMDPAllocator(BaseAllocator):
         round_policy: RoundPolicy = "relaxed",
         rounds_horizon: int = MAX_ROUNDS_HORIZON,
         last_round: LastRound = "exact",
+        round_split: RoundSplit = "values",
     ) -> None:
         super().__init__()
+        if round_split not in ("values", "even"):
+            raise ValueError(
+                f"round_split must be 'values' (the relaxation's split as it comes) or 'even' "
+                f"(each class of identical questions shares its rollouts evenly), got "
+                f"{round_split!r}"
+            )
+        self.round_split: RoundSplit = round_split
         if last_round not in ("exact", "index"):
             raise ValueError(
                 f"last_round must be 'exact' (the exact last-round split for any priors) or "
@@ -369,7 +416,10 @@ class BAMDPAllocator(BaseAllocator):
             return None  # not on the schedule this plan was made for
         where = {(sp.alpha, sp.beta): g for g, sp in enumerate(plan.specs)}
         spec_of = np.array([where[pr] for pr in pairs], dtype=np.int64)
-        return decide_round(plan, spec_of, t, b.successes, b.failures, b.capacity, b.round_size)
+        counts = decide_round(plan, spec_of, t, b.successes, b.failures, b.capacity, b.round_size)
+        if self.round_split == "even" and b.round_size < b.budget_left:
+            counts = even_within_classes(counts, spec_of, b.successes, b.failures)
+        return counts
 
     def _last_round(self, b: Beliefs) -> NDArray[np.int64]:
         """The exactly optimal last round for the observation's own priors (``decide_last_round``:

@@ -73,6 +73,14 @@ class BamdpBenchConfig:
         default=True,
         metadata={"help": "add the rlvr mixture (no bound) to the Bayes settings at B = 64"},
     )
+    rounds_allocator_kwargs: str = field(
+        default="",
+        metadata={
+            "help": "JSON object from allocator spec to its keyword arguments in the rounds "
+            'grid, e.g. \'{"bamdp": {"round_split": "even"}}\' (as adaroll bench '
+            "--allocator-kwargs)"
+        },
+    )
     parts: str = field(
         default="quality,big,timing,priors",
         metadata={"help": "which parts to run: quality, big, rounds, timing, priors"},
@@ -200,6 +208,7 @@ def rounds_grid(cfg: BamdpBenchConfig) -> list[dict[str, Any]]:
             name=time.strftime(f"bench-bamdp-rounds-b{B}-%Y%m%d-%H%M%S"),
             exact=False,
             plots=False,
+            allocator_kwargs=cfg.rounds_allocator_kwargs,
         )
         result = run_benchmark(bench)
         summary = summarise_rounds(result.rows, result.episodes)

@@ -310,3 +310,34 @@ def test_bamdp_splits_the_last_round_exactly_with_many_distinct_priors():
     assert int(index.allocate(obs).sum()) == 12
     with pytest.raises(ValueError, match="last_round must be"):
         agents.make_allocator("bamdp", env, last_round="best")
+
+
+def test_round_split_even_shares_a_round_evenly_among_identical_questions():
+    """Two rounds of 256 at B = 64 under snr(4) with one prior: the relaxation's values put
+    identical questions at extremes; ``round_split="even"`` gives each class of identical
+    questions its total evenly, keeps the round's size and leaves the last round (exact) alone."""
+    import gymnasium as gym
+
+    import agents
+    from agents.bamdp.allocator import even_within_classes
+
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=64, budget=512, round_size=256,
+                   utility="snr(4)", prior_alpha=0.474835, prior_beta=0.571057)  # fmt: skip
+    values = agents.make_allocator("bamdp", env, exact=False)
+    even = agents.make_allocator("bamdp", env, exact=False, round_split="even")
+    obs, _ = env.reset(seed=0)
+    first = values.allocate(obs)
+    assert int(first.sum()) == 256 and int(first.max() - first.min()) > 1  # at extremes
+    spread = even.allocate(obs)
+    assert int(spread.sum()) == 256 and int(spread.max() - spread.min()) <= 1
+    obs, *_ = env.step(even.act(obs))
+    last = even.allocate(obs)  # the last round: the exact split, as without the option
+    assert last.tolist() == values.allocate(obs).tolist() and int(last.sum()) == 256
+    # per class: each class's total kept and spread; a class of one keeps its count
+    spec = np.array([0, 0, 0, 1, 1, 0], dtype=np.int64)
+    s = np.array([1, 1, 1, 1, 1, 2], dtype=np.int64)
+    f = np.zeros(6, dtype=np.int64)
+    got = even_within_classes(np.array([9, 0, 0, 5, 2, 6]), spec, s, f)
+    assert got.tolist() == [3, 3, 3, 4, 3, 6]
+    with pytest.raises(ValueError, match="round_split must be"):
+        agents.make_allocator("bamdp", env, round_split="odd")

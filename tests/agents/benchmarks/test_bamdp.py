@@ -127,3 +127,25 @@ def test_rounds_verdict_counts_the_targets_and_names_the_misses():
     assert "within 1 % of the rounds-aware bound in 1 of 2 Bayes settings" in text
     assert "u-shaped/snr(4)/rounds=4 (1.40% ± 0.90%)" in text
     assert "in 2 of 3 settings" in text and "(vs kg: -0.300 ± 0.100)" in text
+
+
+def test_the_rounds_grid_passes_its_allocator_kwargs(monkeypatch, tmp_path):
+    seen = []
+
+    def stop(bench):
+        seen.append(bench)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(report, "run_benchmark", stop)
+    even = '{"bamdp": {"round_split": "even"}}'
+    cfg = BamdpBenchConfig(parts="rounds", rounds_b="8", rounds_episodes="2",
+                           rounds_allocator_kwargs=even, out=str(tmp_path))  # fmt: skip
+    with pytest.raises(RuntimeError, match="stop here"):
+        report.rounds_grid(cfg)
+    assert seen[0].allocator_kwargs == even
+    monkeypatch.undo()
+    typo = BamdpBenchConfig(parts="rounds", rounds_b="8", rounds_episodes="2",
+                            rounds_allocator_kwargs='{"bamdp": {"round_splt": "even"}}',
+                            out=str(tmp_path))  # fmt: skip
+    with pytest.raises((TypeError, ValueError), match="round_splt"):
+        report.rounds_grid(typo)
