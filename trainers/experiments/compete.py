@@ -674,6 +674,7 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
             console.print(
                 f"restored from the evidence in {cfg.evidence}: {', '.join(restored)}",
                 highlight=False,
+                soft_wrap=True,  # one line, however long the path: the runs stay greppable
             )
         start = time.perf_counter()
         by_out = {job.out: key for key, job in zip(keys, jobs, strict=True)}
@@ -1275,7 +1276,8 @@ def _evidence_tables(cfg: CompeteConfig, summary: dict[str, Any], console: Any) 
     size = sum(f.stat().st_size for f in files)
     console.print(
         f"evidence: {dest} ({len(files)} files, {size / 1e6:.2f} MB, tables regenerated from "
-        "them alone)"
+        "them alone)",
+        soft_wrap=True,
     )
 
 

@@ -649,7 +649,8 @@ def test_a_competition_keeps_its_evidence_and_continues_from_it_on_a_fresh_clone
     and runs only what DEST lacks."""
     from trainers.cli import main as cli
 
-    out, dest = tmp_path / "c", tmp_path / "evidence"
+    # a path longer than the console is wide: the messages naming it must stay one line
+    out, dest = tmp_path / "c", tmp_path / ("evidence-" + "x" * 120)
     start = ["compete", "--allocators", "uniform", "--seeds", "2", "--workers", "1",
              "--model", str(tiny_model_dir), "--steps", "2", "--batch-size", "4",
              "--group-size", "2", "--eval-every", "2", "--eval-size", "4", "--eval-k", "1",
@@ -688,7 +689,7 @@ def test_a_competition_keeps_its_evidence_and_continues_from_it_on_a_fresh_clone
     assert cli(start) == 0
     printed = capsys.readouterr().out
     assert "1 already done" in printed
-    assert "restored from the evidence in" in printed and "uniform seed 1" in printed
+    assert f"restored from the evidence in {dest}: uniform seed 1\n" in printed  # one line
     assert (out / "runs" / "uniform" / "seed0" / "DONE").is_file()  # run again
     assert not (out / "runs" / "uniform" / "seed1" / "DONE").exists()  # restored, not run
     assert (out / "runs" / "uniform" / "seed1" / "summary.json").read_text() == summary
