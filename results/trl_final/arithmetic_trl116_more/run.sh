@@ -14,4 +14,4 @@ $PY -m trainers.cli compete --trainer trl --entrants results/trl_final/arithmeti
   --validation-size 400 \
   --eval-split test --eval-every 200 --eval-size none --eval-k 8 --workers 1 --threads 1 \
   --no-progress --out runs/trl_final/arithmetic_trl116_more --belief-fit discounted --pilot 0 \
-  --evidence results/trl_final/arithmetic_trl116_more/evidence "$@"
+  --evidence results/trl_final/arithmetic_trl116_more/evidence --allow-mixed "$@"
