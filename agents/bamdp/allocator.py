@@ -89,20 +89,17 @@ def even_within_classes(
     ...                     np.array([0, 0, 0, 0, 1]), np.zeros(5, dtype=np.int64)).tolist()
     [4, 4, 3, 3, 2]
     """
-    out = counts.copy()
     keys = np.stack([spec_of, s, f], axis=1)
     _, label = np.unique(keys, axis=0, return_inverse=True)
     label = label.ravel()
-    for c in np.unique(label):
-        members = np.flatnonzero(label == c)
-        k = members.size
-        if k < 2:
-            continue
-        total = int(counts[members].sum())
-        share = np.full(k, total // k, dtype=np.int64)
-        share[: total % k] += 1
-        out[members] = share
-    return out
+    size = np.bincount(label)
+    total = np.bincount(label, weights=counts).astype(np.int64)
+    order = np.argsort(label, kind="stable")  # members of a class in question order
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size) - np.repeat(np.cumsum(size) - size, size)
+    return np.asarray(
+        total[label] // size[label] + (rank < total[label] % size[label]), dtype=np.int64
+    )
 
 
 class BAMDPAllocator(BaseAllocator):

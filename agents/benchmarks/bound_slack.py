@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adaroll_env.model import AllocationParams
+from adaroll_env.model import AllocationParams, step_round_size
 from adaroll_env.schedules import parse_round_schedule
 
 #: the JSON file written into ``out``
@@ -66,11 +66,9 @@ def instance(
         "utility": utility,
     }
     if "+" in schedule:
-        sizes = parse_round_schedule(schedule, N)
-        kw["round_size"] = sizes[0]
-        kw["round_schedule"] = sizes
-    else:
-        kw["round_size"] = -(-N // int(schedule))
+        kw["round_schedule"] = parse_round_schedule(schedule, N)
+    else:  # equal rounds by the rule the benchmark and the trainers share
+        kw["round_size"] = step_round_size(N, 1, adaptive=True, rounds=int(schedule))
     return AllocationParams(**kw)
 
 

@@ -341,3 +341,22 @@ def test_round_split_even_shares_a_round_evenly_among_identical_questions():
     assert got.tolist() == [3, 3, 3, 4, 3, 6]
     with pytest.raises(ValueError, match="round_split must be"):
         agents.make_allocator("bamdp", env, round_split="odd")
+
+
+def test_even_within_classes_against_a_per_class_loop():
+    from agents.bamdp.allocator import even_within_classes
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        B = int(rng.integers(1, 40))
+        spec, s, f = (rng.integers(0, 3, B) for _ in range(3))
+        counts = rng.integers(0, 9, B)
+        want = counts.copy()
+        keys = list(zip(spec.tolist(), s.tolist(), f.tolist(), strict=True))
+        for key in set(keys):
+            members = [i for i in range(B) if keys[i] == key]
+            total, k = int(counts[members].sum()), len(members)
+            for j, i in enumerate(members):
+                want[i] = total // k + (j < total % k)
+        got = even_within_classes(counts, spec, s, f)
+        assert got.tolist() == want.tolist() and int(got.sum()) == int(counts.sum())
