@@ -465,7 +465,8 @@ def _open_run_dir(cfg: TrlRunConfig, rt: RunTask, resume_step: int | None) -> An
     record_config(out, cfg, resume_step or 0)
     versions = _versions()
     (out / "versions.json").write_text(json.dumps(versions, indent=2) + "\n")
-    record_start(out, {**start_record(cfg), "trainer": trainer_label(), "versions": versions})
+    start = start_record(cfg, step=resume_step or 0)
+    record_start(out, {**start, "trainer": trainer_label(), "versions": versions})
     (out / "task.json").write_text(json.dumps(rt.describe(), indent=2) + "\n")
     return MetricsLog(out, tensorboard=cfg.tensorboard, resume_step=resume_step)
 

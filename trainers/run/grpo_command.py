@@ -319,7 +319,7 @@ def _open_run_dir(cfg: GRPOConfig, trainer: Any, resume_step: int | None) -> Met
             )
     record_config(out, cfg, trainer.step)
     (out / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")
-    record_start(out, start_record(cfg))
+    record_start(out, start_record(cfg, step=trainer.step))
     (out / "task.json").write_text(json.dumps(trainer.task.describe(), indent=2) + "\n")
     return MetricsLog(out, tensorboard=cfg.tensorboard, resume_step=resume_step)
 

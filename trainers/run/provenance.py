@@ -28,8 +28,9 @@ PROVENANCE_FILE = "provenance.json"
 COMPARED = {"commit": "code commit", "task": "task", "weights_sha256": "warm-start weights"}
 
 
-def start_record(cfg: Any) -> dict[str, Any]:
-    """What produced this start of the run of ``cfg`` (a ``GRPOConfig``)."""
+def start_record(cfg: Any, *, step: int = 0) -> dict[str, Any]:
+    """What produced this start of the run of ``cfg`` (a ``GRPOConfig``), which begins after
+    optimizer step ``step`` (0 for a fresh start, the checkpoint's step for a resume)."""
     from trainers.cli import invoked_command  # the top layer, read only when called
     from trainers.models.loading import resolve_model_dir, weights_sha256
     from trainers.models.warm_start_task import git_state
@@ -52,6 +53,7 @@ def start_record(cfg: Any) -> dict[str, Any]:
     git = git_state()
     return {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "step": int(step),
         "commit": git["commit"],
         "dirty": git["dirty"],
         "task": f"{cfg.task} (task_seed {cfg.task_seed})",

@@ -4,6 +4,8 @@ Rooms (``trainers.trl.``):
 
 - ``trainer``: ``AllocatingGRPOTrainer`` (TRL's hooks, the contract with TRL in its docstring),
   ``TRL_LINES``, ``TRL_RANGE`` and ``check_trl_version``; importing it needs the ``trl`` extra;
+- ``data_order``: a resumed run reads its prompts in the unstopped run's order (a fix of TRL's
+  resume, for ``AllocatingGRPOTrainer``, C-GRPO's trainer or a plain ``trl.GRPOTrainer``);
 - ``adapters``: the TRL-free pieces (an adaroll task as a TRL dataset and reward, prompt keys,
   the per-batch allocation record, argument checks), importable without TRL.
 
@@ -39,6 +41,7 @@ _HOMES = {
         ],
         "adapters",
     ),
+    **dict.fromkeys(["KeepDataOrder", "keep_data_order"], "data_order"),
 }
 
 __all__ = sorted(_HOMES)

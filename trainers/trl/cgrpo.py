@@ -20,7 +20,8 @@ generated and not counted) and every completion a calibration draws (``calibrate
 ``cgrpo/calibration_rollouts``, n × max(budget_grid)). Its conformal state (thresholds, δ, the step
 of the last calibration, the random generator of its APS scores) is not in TRL's checkpoints:
 ``cgrpo_state`` and ``load_cgrpo_state`` carry it, so a resumed run neither recalibrates early
-nor draws other APS tie-breaks.
+nor draws other APS tie-breaks; and one resumed in a later epoch reads the prompts in the
+unstopped run's order (``trainers.trl.data_order``).
 
 Needs the ``cgrpo`` extra: trl-cgrpo 0.2 requires the TRL 1.14 line, so it installs in an
 environment of its own (``pip install -e ".[cgrpo]"``; ``make test-trl114`` builds one,
@@ -190,6 +191,8 @@ def build_cgrpo(
     width (``num_generations`` is C-GRPO's own and is dropped). Returns the trainer and its
     attached :class:`CGRPOMeter`."""
     trl_cgrpo = require_cgrpo()
+    from trainers.trl.data_order import keep_data_order
+
     if len(calibration_dataset) == 0:
         raise ValueError(
             "C-GRPO calibrates on held-out prompts, but its calibration set is empty: hold some "
@@ -212,6 +215,7 @@ def build_cgrpo(
         answer_extractor=answer_extractor,
         processing_class=tokenizer,
     )
+    keep_data_order(trainer)  # resumed in a later epoch, it reads the unstopped run's prompts
     meter = CGRPOMeter()
     meter.attach(trainer)
     return trainer, meter

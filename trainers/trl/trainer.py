@@ -42,6 +42,9 @@ same in both lines, as ``TRL_LINES`` says):
   completion per row, so any split works there unchanged.
 - ``_save_checkpoint`` / ``_load_optimizer_and_scheduler``: write and read the belief store in the
   checkpoint directory, as TRL itself does for its adaptive-entropy state.
+- ``_get_train_sampler`` / ``_init_training_state`` (``trainers.trl.data_order.KeepDataOrder``): a
+  run resumed in a later epoch reads the prompts in the order the unstopped run would have
+  (TRL's ``RepeatSampler`` restarts at epoch 0's permutation otherwise).
 
 Metrics go through TRL's ``_metrics`` (so every ``report_to`` backend gets them), under
 ``allocation/``: rollouts per prompt (min/mean/max), informative fraction (prompts with both a
@@ -149,6 +152,7 @@ from trainers.trl.adapters import (  # noqa: E402  (re-exported: documented as t
     unsupported,
     zero_std_fraction,
 )
+from trainers.trl.data_order import KeepDataOrder  # noqa: E402
 
 __all__ = [
     "RECORDS_KEPT",
@@ -175,7 +179,7 @@ class _Pending:
     trl_layout: bool  # one round, num_generations each, TRL's row order
 
 
-class AllocatingGRPOTrainer(trl.GRPOTrainer):  # type: ignore[misc]
+class AllocatingGRPOTrainer(KeepDataOrder, trl.GRPOTrainer):  # type: ignore[misc]
     """``trl.GRPOTrainer`` whose completions per prompt are set by an adaroll allocator.
 
     Takes every argument of ``trl.GRPOTrainer`` plus (keyword only):

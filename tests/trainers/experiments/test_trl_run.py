@@ -225,11 +225,43 @@ def test_a_stopped_run_resumes_to_the_unstopped_runs_numbers(
     assert summary["trainer"].startswith("trl ") and summary["rollouts_total"] == 64
     starts = json.loads((out / "provenance.json").read_text())["starts"]
     assert len(starts) == 2 and all(s["trainer"] == summary["trainer"] for s in starts)
+    assert [s["step"] for s in starts] == [0, 2]  # the second start resumed after step 2
     assert "trl" in json.loads((out / "versions.json").read_text())
     assert json.loads((out / "beliefs.json").read_text())["step"] == 4
     before = (out / "summary.json").stat().st_mtime
     assert main(cfg)["steps"] == 4  # done: nothing trained, nothing rewritten
     assert (out / "summary.json").stat().st_mtime == before
+
+
+@pytest.mark.parametrize("allocator", ["uniform", "cgrpo"])
+def test_a_run_resumed_in_a_later_epoch_reads_the_unstopped_runs_prompts(
+    allocator: str, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """16 training prompts at B = 4: an epoch is 4 steps. Stopped after step 5 (in epoch 1) and
+    resumed, the run trains on the unstopped run's prompts and ends with its numbers to the bit;
+    TRL's own resume restarts its sampler at epoch 0's permutation (trainers.trl.data_order)."""
+    pytest.importorskip("trl", reason="needs the trl extra: pip install -e '.[trl]'")
+    if allocator == "cgrpo":
+        pytest.importorskip("trl_cgrpo", reason="needs the cgrpo extra: make test-trl114")
+    from trainers.experiments.trl_run import main, run_task
+    from trainers.run import stopping
+
+    kw: dict[str, Any] = {"allocator": allocator, "task_size": 24, "steps": 6, "eval_every": 3}
+    straight = tiny_run(tiny_model_dir, tmp_path / "straight", **kw)
+    assert len(run_task(straight).train) == 16
+    main(straight)
+    cfg = tiny_run(tiny_model_dir, tmp_path / "stopped", **kw)
+    with monkeypatch.context() as m:
+        stop_after(m, 5)
+        with pytest.raises(stopping.RunInterrupted, match="after step 5"):
+            main(cfg)
+    main(cfg)
+    assert records(tmp_path / "stopped" / "metrics.jsonl") == records(
+        tmp_path / "straight" / "metrics.jsonl"
+    )
+    assert records(tmp_path / "stopped" / "eval.jsonl") == records(
+        tmp_path / "straight" / "eval.jsonl"
+    )
 
 
 def test_a_generation_batch_of_two_steps_counts_and_resumes_at_its_end(

@@ -80,6 +80,8 @@ def test_a_signal_saves_a_checkpoint_and_resume_continues(
     args = grpo_args(tiny_model_dir, out, "--steps", str(steps + 2), "--save-every", "0")
     assert cli([*args, "--resume"]) == 0
     assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == list(range(1, steps + 3))
+    starts = json.loads((out / "provenance.json").read_text())["starts"]
+    assert [s["step"] for s in starts] == [0, steps]  # where each start began
 
 
 # --- b. resume refuses a changed config, and keeps every config that ran ------------------------

@@ -72,6 +72,8 @@ def test_a_start_record_names_the_code_task_and_warm_start(tiny_model_dir: Path)
     assert rec["weights_sha256"] == weights_sha256(tiny_model_dir, length=64)
     assert len(rec["commit"]) == 40 and rec["dirty"] in (True, False)  # this checkout
     assert "torch" in rec["versions"] and rec["command"] == "(called from Python)"
+    assert rec["step"] == 0  # a fresh start; a resume names its checkpoint's step
+    assert start_record(GRPOConfig(model=str(tiny_model_dir)), step=40)["step"] == 40
 
 
 def test_a_start_record_carries_the_warm_starts_model_card(tiny_model_dir: Path, tmp_path: Path):
