@@ -47,6 +47,7 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         prior_alpha: float | tuple[float, ...] | None = None,
         prior_beta: float | tuple[float, ...] | None = None,
         pilot: int = 0,
+        pilot_threshold: float = 0.0,
         max_group: int | None = None,
         round_size: int = 1,
         round_schedule: str | tuple[int, ...] = (),
@@ -69,6 +70,7 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
             prior_alpha=a,
             prior_beta=b,
             pilot=pilot,
+            pilot_threshold=pilot_threshold,
             max_group=max_group,
             mode=self._mode,
             round_size=round_size,
@@ -181,8 +183,8 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         self._true_p = np.asarray(true_p, dtype=np.float64)
         self._true_p_list: list[float] = self._true_p.tolist()
         state = model.initial_state(p)
-        if p.pilot > 0:
-            counts = np.full(B, p.pilot, dtype=np.int64)
+        if p.pilot_rollouts > 0:
+            counts = model.pilot_counts(p)
             state = model.apply_counts(
                 p, state, counts, self.np_random.binomial(counts, self._true_p)
             )
@@ -318,7 +320,8 @@ class BetaBernoulliEnv(_SimulatedAllocationEnv):
 
     ## Arguments
 
-    ``num_questions`` (16), ``budget`` (8·B), ``pilot`` (0), ``max_group`` (None),
+    ``num_questions`` (16), ``budget`` (8·B), ``pilot`` (0), ``pilot_threshold`` (0.0: questions
+    whose prior makes the pilot's outcome nearly certain skip it), ``max_group`` (None),
     ``utility`` ("snr(8)"), ``difficulty`` ("rlvr"), ``belief`` ("matched": the Beta fitted
     to ``difficulty``; or a pair), ``prior_alpha`` / ``prior_beta`` (override ``belief``),
     ``drift`` (0.0), ``reward_mode`` ("dense"), ``reveal_truth`` (False), ``invalid_action``

@@ -30,7 +30,7 @@ from adaroll_env.actions import encode_counts as encode_counts  # re-exported
 from adaroll_env.actions import split_round as split_round
 from adaroll_env.errors import check_int
 from adaroll_env.schedules import normalise_schedule, parse_round_schedule, schedule_round_size
-from adaroll_env.utilities import get_utility
+from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 
 Mode = Literal["sequential", "rounds"]
 MODES: tuple[str, ...] = ("sequential", "rounds")
@@ -88,6 +88,11 @@ class AllocationParams:
         prior_alpha: belief prior alpha, a float or a tuple of B floats.
         prior_beta: belief prior beta, a float or a tuple of B floats.
         pilot: rollouts every question gets before the first decision.
+        pilot_threshold: with a pilot, a question whose prior makes the pilot's outcome nearly
+            certain gets none of it: one whose prior gives its ``pilot`` rollouts less than this
+            probability of at least one success, or of at least one failure (a never-solved
+            difficulty group's point mass at 0). The first round after the pilot hands out the
+            rollouts it skipped (``pilot_counts``). 0 (the default): every question gets it.
         max_group: cap on the rollouts of one question (None: no cap).
         mode: ``"sequential"`` (one rollout per decision) or ``"rounds"`` (R per decision).
         round_size: R, rollouts handed out per decision (1 in sequential mode); with a
@@ -110,6 +115,7 @@ class AllocationParams:
     round_size: int = 1
     utility: str = "informative"
     round_schedule: tuple[int, ...] = ()
+    pilot_threshold: float = 0.0
 
     def __post_init__(self) -> None:
         B = check_int("num_questions", self.num_questions, 1)
@@ -150,6 +156,18 @@ class AllocationParams:
                 "cannot be spent: lower budget or raise max_group"
             )
         get_utility(self.utility)
+        threshold = self.pilot_threshold
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not 0.0 <= float(threshold) < 1.0
+        ):
+            raise ValueError(
+                f"pilot_threshold must be a probability in [0, 1), got {threshold!r}: a question "
+                "skips the pilot when its prior gives the pilot's rollouts less than this chance "
+                "of a success or of a failure (0: no question skips it)"
+            )
+        object.__setattr__(self, "pilot_threshold", float(threshold))
         object.__setattr__(self, "num_questions", B)
         object.__setattr__(self, "budget", budget)
         object.__setattr__(self, "pilot", pilot)
@@ -163,13 +181,25 @@ class AllocationParams:
         # Derived constants, read on every step (not dataclass fields: no effect on eq/hash,
         # not pickled: __setstate__ runs this method again).
         object.__setattr__(self, "_N", budget)
-        object.__setattr__(self, "_cap", cap if cap is not None else budget - pilot * (B - 1))
         a = np.broadcast_to(np.asarray(self.prior_alpha, dtype=np.float64), (B,)).copy()
         b = np.broadcast_to(np.asarray(self.prior_beta, dtype=np.float64), (B,)).copy()
         derived = (a, b, a.astype(np.float32), b.astype(np.float32))
         for arr in derived:
             arr.flags.writeable = False
         object.__setattr__(self, "_priors", derived)
+        counts = np.full(B, pilot, dtype=np.int64)
+        if pilot and self.pilot_threshold > 0.0:
+            all_fail = np.exp(beta_binomial_logpmf(0, pilot, a, b))
+            all_pass = np.exp(beta_binomial_logpmf(pilot, pilot, a, b))
+            certain = np.minimum(1.0 - all_fail, 1.0 - all_pass) < self.pilot_threshold
+            counts[certain] = 0
+        counts.flags.writeable = False
+        object.__setattr__(self, "_pilot_counts", counts)
+        object.__setattr__(self, "_pilot_rollouts", int(counts.sum()))
+        object.__setattr__(self, "_pilot_skipped", int(counts.sum()) < pilot * B)
+        # without max_group: all the budget but the other questions' pilots
+        most = budget - int(counts.sum()) + int(counts.max())
+        object.__setattr__(self, "_cap", cap if cap is not None else most)
 
     def __getstate__(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -186,8 +216,14 @@ class AllocationParams:
 
     @property
     def cap(self) -> int:
-        """The most rollouts one question can receive: ``max_group``, else N − pilot·(B−1)."""
+        """The most rollouts one question can receive: ``max_group``, else N less the other
+        questions' pilots (N − pilot·(B−1) when none skips it)."""
         return self._cap  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def pilot_rollouts(self) -> int:
+        """Rollouts the pilot hands out: Σ ``pilot_counts``, pilot·B unless questions skip it."""
+        return self._pilot_rollouts  # type: ignore[attr-defined,no-any-return]
 
     @property
     def unit_rounds(self) -> bool:
@@ -211,10 +247,23 @@ class AllocationParams:
             out["round_schedule"] = list(self.round_schedule)
         else:  # equal rounds: the dict of params saved before schedules existed
             del out["round_schedule"]
+        if not self.pilot_threshold:  # likewise before the selective pilot
+            del out["pilot_threshold"]
         for key in ("prior_alpha", "prior_beta"):
             if isinstance(out[key], tuple):
                 out[key] = list(out[key])
         return out
+
+
+def pilot_counts(params: AllocationParams) -> NDArray[np.int64]:
+    """The pilot's rollouts per question (read-only, [B]): ``pilot`` each, 0 for a question
+    ``pilot_threshold`` skips.
+
+    >>> pilot_counts(AllocationParams(num_questions=3, prior_alpha=(1.0, 1e-3, 1e3),
+    ...                               prior_beta=(1.0, 1e3, 1e-3), pilot=2, pilot_threshold=0.01))
+    array([2, 0, 0])
+    """
+    return params._pilot_counts  # type: ignore[attr-defined,no-any-return]
 
 
 def prior_arrays(params: AllocationParams) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -359,23 +408,28 @@ def step_round_plan(
 def round_size_at(params: AllocationParams, spent: int) -> int:
     """Rollouts the decision taken with ``spent`` rollouts spent hands out: min(R, budget left)
     for equal rounds; with a ``round_schedule``, ``schedule[k]`` for the k-th round after the
-    pilot (the last entry repeating), capped by the budget left.
+    pilot (the last entry repeating), capped by the budget left. In rounds mode the first round
+    after a pilot that questions skipped (``pilot_threshold``) also hands out the rollouts they
+    skipped, so the rounds after it are those of the whole pilot.
 
     In rounds mode every decision hands out exactly this many rollouts (the allocation
     contract), so the rollouts spent tell which round comes next: the round counter is Σ n,
     and the observation (``budget_left``) carries it to every allocator.
     """
     left = params.total_budget - int(spent)
+    done = int(spent) - params.pilot * params.num_questions  # < 0: right after a skipped pilot
+    if done < 0 and params.mode == "rounds":
+        first = params.round_schedule[0] if params.round_schedule else params.round_size
+        return min(first - done, left)
     if not params.round_schedule:
         return min(params.round_size, left)
-    done = int(spent) - params.pilot * params.num_questions
     return min(schedule_round_size(params.round_schedule, done), left)
 
 
 def next_round_size(params: AllocationParams, state: AllocationState) -> int:
     """Rollouts the next decision hands out: min(R, budget left), or the schedule's next round
     (``round_size_at``)."""
-    if not params.round_schedule:
+    if not params.round_schedule and not params._pilot_skipped:  # type: ignore[attr-defined]
         return min(params.round_size, budget_left(params, state))
     return round_size_at(params, state.spent)
 

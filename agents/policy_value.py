@@ -88,9 +88,8 @@ def exact_value(
 
     start = model.initial_state(params)
     try:
-        if params.pilot > 0:
-            pilot = np.full(params.num_questions, params.pilot, dtype=np.int64)
-            return _expand(start, pilot)
+        if params.pilot_rollouts > 0:
+            return _expand(start, model.pilot_counts(params))
         return value(start)
     except TooManyStates:
         return None

@@ -71,6 +71,7 @@ class StepPlan:
     utility: str
     round_size: int
     round_schedule: tuple[int, ...] = ()
+    pilot_threshold: float = 0.0
 
     def params(self, prior_alpha: Any = 1.0, prior_beta: Any = 1.0) -> am.AllocationParams:
         """The step's ``AllocationParams`` with these priors (one per question, or one for all)."""
@@ -85,6 +86,7 @@ class StepPlan:
             round_size=self.round_size,
             utility=self.utility,
             round_schedule=self.round_schedule,
+            pilot_threshold=self.pilot_threshold,
         )
 
     def share(self, world: int) -> StepPlan:
@@ -100,6 +102,7 @@ class StepPlan:
             utility=self.utility,
             round_size=max(1, self.round_size // world),
             round_schedule=tuple(r // world for r in self.round_schedule),
+            pilot_threshold=self.pilot_threshold,
         )
 
 
@@ -155,6 +158,7 @@ def plan_step(
     adaptive: bool,
     questions: int | None = None,
     pilot: int = 0,
+    pilot_threshold: float = 0.0,
     max_group: int | None = None,
     utility: str = "snr(8)",
     round_size: int | None = None,
@@ -171,7 +175,9 @@ def plan_step(
     ``sb3:`` spec); then ``adaroll_env.model.step_round_plan`` gives the first round's size and
     the schedule (an outcome-blind allocator: the whole budget in one round). A round never
     exceeds the budget. With ``world`` processes every round of a schedule must divide among them
-    (each hands out its share); ``StepPlan.share`` gives a process's part.
+    (each hands out its share); ``StepPlan.share`` gives a process's part. ``pilot_threshold``
+    (``AllocationParams``): questions whose prior makes the pilot's outcome nearly certain skip
+    it, and the first round after it hands out what they skipped.
 
     >>> plan_step(budget=512, batch=64, adaptive=True, round_schedule="384,128").round_schedule
     (384, 128)
@@ -213,6 +219,7 @@ def plan_step(
         utility=utility,
         round_size=min(int(R), int(budget)),
         round_schedule=schedule,
+        pilot_threshold=float(pilot_threshold),
     )
 
 
@@ -284,12 +291,13 @@ class RoundLoop:
         return am.observe(self.params, self.state, self.truth)
 
     def pilot(self) -> NDArray[np.int64] | None:
-        """Generate the pilot (``params.pilot`` rollouts of every question) if there is one and
-        nothing is spent yet; its successes, or None."""
+        """Generate the pilot (``params.pilot`` rollouts of every question it does not skip,
+        ``adaroll_env.model.pilot_counts``) if there is one and nothing is spent yet; its
+        successes, or None."""
         p = self.params
-        if p.pilot <= 0 or self.state.spent:
+        if p.pilot_rollouts <= 0 or self.state.spent:
             return None
-        return self._apply(np.full(p.num_questions, p.pilot, dtype=np.int64))
+        return self._apply(am.pilot_counts(p))
 
     def decide(self) -> NDArray[np.int64]:
         """The allocator's decision for the next round, checked against the contract."""

@@ -23,31 +23,37 @@ from collections import Counter
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from adaroll_env.model import AllocationParams, prior_arrays
+from adaroll_env.model import AllocationParams, pilot_counts, prior_arrays
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 from agents.bamdp.index import MAX_HORIZON, TableSpec, start_values, utility_range
 
 
-def _groups(params: AllocationParams, max_horizon: int) -> list[tuple[TableSpec, int]]:
+def _groups(params: AllocationParams, max_horizon: int) -> list[tuple[TableSpec, int, int]]:
+    """(spec, questions, pilot) per distinct prior (the pilot's size is a function of the prior,
+    ``pilot_counts``)."""
     a, b = prior_arrays(params)
-    counts = Counter(zip(a.tolist(), b.tolist(), strict=True))
-    return [
-        (TableSpec.make(ai, bi, params.utility, params.cap, max_horizon=max_horizon), c)
-        for (ai, bi), c in sorted(counts.items())
-    ]
+    keys = list(zip(a.tolist(), b.tolist(), strict=True))
+    counts = Counter(keys)
+    pilots = dict(zip(keys, pilot_counts(params).tolist(), strict=True))
+    out = []
+    for (ai, bi), c in sorted(counts.items()):
+        spec = TableSpec.make(ai, bi, params.utility, params.cap, max_horizon=max_horizon)
+        out.append((spec, c, int(pilots[(ai, bi)])))
+    return out
 
 
 def dual_value(params: AllocationParams, lam: float, *, max_horizon: int = MAX_HORIZON) -> float:
     """Σ_i V_i(λ) + λ·N' — an upper bound on the BAMDP value for every real λ."""
-    groups = _groups(params, max_horizon)
-    P = params.pilot
-    values = start_values([g for g, _ in groups], lam, P)
     total = 0.0
-    for (spec, count), v in zip(groups, values, strict=True):
-        k = np.arange(P + 1)
-        w = np.exp(beta_binomial_logpmf(k, P, spec.alpha, spec.beta))  # pilot outcomes
-        total += count * float(np.dot(w, v[k]))
-    return total + lam * (params.total_budget - P * params.num_questions)
+    groups = _groups(params, max_horizon)
+    for P in sorted({p for _, _, p in groups}):
+        same = [(spec, count) for spec, count, p in groups if p == P]
+        values = start_values([spec for spec, _ in same], lam, P)
+        for (spec, count), v in zip(same, values, strict=True):
+            k = np.arange(P + 1)
+            w = np.exp(beta_binomial_logpmf(k, P, spec.alpha, spec.beta))  # pilot outcomes
+            total += count * float(np.dot(w, v[k]))
+    return total + lam * (params.total_budget - params.pilot_rollouts)
 
 
 def upper_bound(params: AllocationParams, *, max_horizon: int = MAX_HORIZON) -> float:

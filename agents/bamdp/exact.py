@@ -51,7 +51,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from adaroll_env.model import AllocationParams, posterior_mean, prior_arrays, round_size_at
+from adaroll_env.model import (
+    AllocationParams,
+    pilot_counts,
+    posterior_mean,
+    prior_arrays,
+    round_size_at,
+)
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 from agents.bamdp.states import decision_levels, estimate_states, prior_groups
 
@@ -76,9 +82,10 @@ class _Layout:
         self.params = params
         self.B = params.num_questions
         self.N = params.total_budget
-        self.P = params.pilot
         self.cap = params.cap
         self.groups = prior_groups(params)
+        #: each group's pilot (a function of its prior: ``pilot_counts``)
+        self.pilots = [int(pilot_counts(params)[g[0]]) for g in self.groups]
         self.bounds: list[tuple[int, int]] = []
         start = 0
         for g in self.groups:
@@ -143,9 +150,9 @@ class _Layout:
 
     # -- enumeration of the states of a level ---------------------------------------------------
 
-    def _group_states(self, m: int, total: int) -> list[Key]:
+    def _group_states(self, m: int, total: int, P: int) -> list[Key]:
         """Non-decreasing code tuples of length m, each n in [P, cap], with Σ n = total."""
-        P, cap, code = self.P, self.cap, self.code
+        cap, code = self.cap, self.code
         out: list[Key] = []
         prefix: list[int] = []
 
@@ -170,20 +177,22 @@ class _Layout:
     def level_states(self, t: int) -> Iterator[Key]:
         """Every folded state whose rollouts add up to t."""
         sizes = [len(g) for g in self.groups]
+        pilots = self.pilots
         if len(sizes) == 1:
-            yield from self._group_states(sizes[0], t)
+            yield from self._group_states(sizes[0], t, pilots[0])
             return
-        P, cap = self.P, self.cap
+        cap = self.cap
+        lows = [m * P for m, P in zip(sizes, pilots, strict=True)]
 
         def parts(gi: int, left: int) -> Iterator[tuple[int, ...]]:
             if gi == len(sizes) - 1:
-                if sizes[gi] * P <= left <= sizes[gi] * cap:
+                if lows[gi] <= left <= sizes[gi] * cap:
                     yield (left,)
                 return
-            rest_lo = sum(sizes[gi + 1 :]) * P
+            rest_lo = sum(lows[gi + 1 :])
             rest_hi = sum(sizes[gi + 1 :]) * cap
             for tg in range(
-                max(sizes[gi] * P, left - rest_hi), min(sizes[gi] * cap, left - rest_lo) + 1
+                max(lows[gi], left - rest_hi), min(sizes[gi] * cap, left - rest_lo) + 1
             ):
                 for tail in parts(gi + 1, left - tg):
                     yield (tg, *tail)
@@ -193,7 +202,7 @@ class _Layout:
             for gi, tg in enumerate(totals):
                 ck = (gi, tg)
                 if ck not in self._group_cache:
-                    self._group_cache[ck] = self._group_states(sizes[gi], tg)
+                    self._group_cache[ck] = self._group_states(sizes[gi], tg, pilots[gi])
                 lists.append(self._group_cache[ck])
             for combo in itertools.product(*lists):
                 yield tuple(itertools.chain.from_iterable(combo))
@@ -416,10 +425,11 @@ class _Solver:
     def start_value(self) -> float:
         """The value before the pilot: the pilot round's outcomes averaged over V."""
         L = self.layout
-        if L.P == 0:
+        if not any(L.pilots):
             return self.values[tuple([0] * L.B)]
         zero = L.code[0][0]
-        return self.q_round(tuple([zero] * L.B), tuple([L.P] * L.B))
+        pilot = [P for g, P in zip(L.groups, L.pilots, strict=True) for _ in g]  # key order
+        return self.q_round(tuple([zero] * L.B), tuple(pilot))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,7 +42,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from adaroll_env.model import AllocationParams, posterior_mean, prior_arrays, round_size_at
+from adaroll_env.model import (
+    AllocationParams,
+    pilot_counts,
+    posterior_mean,
+    prior_arrays,
+    round_size_at,
+)
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 from agents.bamdp._jit import AVAILABLE as JIT_AVAILABLE
 from agents.bamdp._jit import numba as _numba
@@ -72,7 +78,7 @@ EXACT_SPLIT_CELLS = 20_000_000
 def round_sizes(params: AllocationParams, spent: int | None = None) -> tuple[int, ...]:
     """The sizes of the rounds still to come once ``spent`` rollouts are spent (default: right
     after the pilot), in order, as the env hands them out."""
-    done = params.pilot * params.num_questions if spent is None else int(spent)
+    done = params.pilot_rollouts if spent is None else int(spent)
     out = []
     while done < params.total_budget:
         r = round_size_at(params, done)
@@ -312,13 +318,16 @@ def dual_rounds(
 
 
 def _pilot_groups(params: AllocationParams, max_horizon: int) -> list[Group]:
-    """One group per distinct prior: its questions' pilot outcomes, weighted by their count."""
+    """One group per distinct prior: its questions' pilot outcomes, weighted by their count (the
+    pilot's size is a function of the prior, ``pilot_counts``: one per group)."""
     a, b = prior_arrays(params)
     counts = Counter(zip(a.tolist(), b.tolist(), strict=True))
-    P = params.pilot
+    pilots = dict(zip(zip(a.tolist(), b.tolist(), strict=True), pilot_counts(params).tolist(),
+                      strict=True))  # fmt: skip
     out = []
     for (ai, bi), c in sorted(counts.items()):
         spec = RoundsSpec.make(ai, bi, params.utility, params.cap, max_horizon)
+        P = int(pilots[(ai, bi)])
         k = np.arange(P + 1)
         w = c * np.exp(beta_binomial_logpmf(k, P, ai, bi))
         out.append((spec, P, np.asarray(w, dtype=np.float64)))

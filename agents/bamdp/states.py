@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from adaroll_env.model import AllocationParams, prior_arrays, round_size_at
+from adaroll_env.model import AllocationParams, pilot_counts, prior_arrays, round_size_at
 
 __all__ = ["decision_levels", "estimate_states", "prior_groups"]
 
@@ -29,7 +29,7 @@ def prior_groups(params: AllocationParams) -> list[tuple[int, ...]]:
 
 def decision_levels(params: AllocationParams) -> list[int]:
     """Σ n of the states the solver visits: the decision levels, then N."""
-    start = params.pilot * params.num_questions
+    start = params.pilot_rollouts
     N = params.total_budget
     if params.mode == "sequential":
         return list(range(start, N + 1))
@@ -45,11 +45,20 @@ def decision_levels(params: AllocationParams) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _level_lower_bound(params: AllocationParams, sizes: list[int], t: int) -> int:
+def group_pilots(params: AllocationParams) -> list[tuple[int, int]]:
+    """(questions, pilot) of each prior group, in ``prior_groups`` order (the pilot's size is a
+    function of the prior: ``pilot_counts``)."""
+    pilots = pilot_counts(params)
+    return [(len(g), int(pilots[g[0]])) for g in prior_groups(params)]
+
+
+def _level_lower_bound(params: AllocationParams, groups: list[tuple[int, int]], t: int) -> int:
     """Folded states at level t with a single rollout profile: a cheap lower bound."""
-    B, P, cap = params.num_questions, params.pilot, params.cap
-    m = max(sizes)
-    tg = min(m * cap, t - (B - m) * P)
+    cap = params.cap
+    big = max(range(len(groups)), key=lambda i: groups[i][0])
+    m = groups[big][0]
+    others = params.pilot_rollouts - m * groups[big][1]  # the other groups' pilots at least
+    tg = min(m * cap, t - others)
     w, m1 = divmod(tg, m)
     # m − m1 questions at n = w (multisets of s in 0..w), m1 at n = w + 1.
     return math.comb(w + m - m1, m - m1) * math.comb(w + 1 + m1, m1)
@@ -93,14 +102,13 @@ def _group_counts(m: int, P: int, cap: int, T: int, exact: bool) -> tuple[NDArra
 def _count_states(params: AllocationParams, exact: bool) -> tuple[int, float]:
     """Folded states over the visited levels (int64 or saturating float64), and the largest
     intermediate count."""
-    sizes = [len(g) for g in prior_groups(params)]
-    B, N, P, cap = params.num_questions, params.total_budget, params.pilot, params.cap
+    N, cap = params.total_budget, params.cap
     joint: NDArray[Any] = np.zeros(N + 1, dtype=np.int64 if exact else np.float64)
     joint[0] = 1
     top = 1.0
     with np.errstate(over="ignore"):
-        for m in sizes:
-            T = min(m * cap, N - (B - m) * P)
+        for m, P in group_pilots(params):
+            T = min(m * cap, N - (params.pilot_rollouts - m * P))
             counts, tg = _group_counts(m, P, cap, T, exact)
             top = max(top, tg)
             new = np.zeros_like(joint)
@@ -131,7 +139,7 @@ def estimate_states(params: AllocationParams, *, limit: int | None = None) -> in
     # the count depends on the prior groups' sizes, not on the prior values: memoised by shape
     # (a trainer resets bamdp every step with fresh per-prompt priors of the same shape)
     key = (
-        tuple(sorted(len(g) for g in prior_groups(params))),
+        tuple(sorted(group_pilots(params))),
         params.num_questions,
         params.total_budget,
         params.pilot,
@@ -155,10 +163,10 @@ _ESTIMATES: dict[tuple[Any, ...], int] = {}
 
 def _estimate_states(params: AllocationParams, *, limit: int | None) -> int:
     if limit is not None:
-        sizes = [len(g) for g in prior_groups(params)]
+        groups = group_pilots(params)
         lb = 0
         for t in decision_levels(params):
-            lb += _level_lower_bound(params, sizes, t)
+            lb += _level_lower_bound(params, groups, t)
             if lb > limit:
                 return lb
     approx, top = _count_states(params, exact=False)

@@ -34,6 +34,7 @@ GRID_FIELDS = (
     "num_questions",
     "group_sizes",
     "pilot",
+    "pilot_threshold",
     "max_group",
     "round_size",
     "rounds",
@@ -90,6 +91,13 @@ class BenchConfig:
         default="8", metadata={"help": "G values (budget N = G·B), comma-separated"}
     )
     pilot: int = field(default=0, metadata={"help": "rollouts every question gets first"})
+    pilot_threshold: float = field(
+        default=0.0,
+        metadata={
+            "help": "skip the pilot for a question whose prior gives it less than this chance of "
+            "a success, or of a failure; the first round takes what was skipped (0: none skip)"
+        },
+    )
     max_group: int | None = field(
         default=None, metadata={"help": "cap on rollouts per question (none: no cap)"}
     )
@@ -374,6 +382,8 @@ def env_kwargs(cfg: BenchConfig, setting: Setting, spec: str = "") -> dict[str, 
         kw["round_schedule"] = setting.rounds
     elif setting.rounds is not None:
         kw["round_size"] = am.step_round_size(budget, 1, adaptive=True, rounds=setting.rounds)
+    if cfg.pilot_threshold:
+        kw["pilot_threshold"] = cfg.pilot_threshold
     if spec in REFERENCE_ONLY:
         kw["reveal_truth"] = True
     return kw

@@ -124,6 +124,7 @@ class CompeteConfig:
             "round_schedule",
             "pool_size",
             "pilot",
+            "pilot_threshold",
             "max_group",
             "utility",
             "belief_prior",

@@ -47,6 +47,7 @@ ENTRANT_SETTINGS: tuple[str, ...] = (
     "round_schedule",
     "pool_size",
     "pilot",
+    "pilot_threshold",
     "max_group",
     "lr",
     "loss_type",
@@ -60,7 +61,9 @@ ENTRANT_SETTINGS: tuple[str, ...] = (
 #: every key an entrant of a file may hold
 ENTRANT_KEYS: tuple[str, ...] = ("name", "allocator", "allocator_kwargs", *ENTRANT_SETTINGS)
 #: the ``GRPOConfig`` fields of ``ENTRANT_SETTINGS`` that hold floats (an integer is widened)
-_FLOAT_SETTINGS = frozenset({"belief_decay", "prior_alpha", "prior_beta", "lr", "beta"})
+_FLOAT_SETTINGS = frozenset(
+    {"belief_decay", "prior_alpha", "prior_beta", "lr", "beta", "pilot_threshold"}
+)
 #: the settings that size a step's rounds: an entrant's own one replaces the shared ones
 ROUND_SETTINGS: tuple[str, ...] = ("rounds", "round_size", "round_schedule")
 

@@ -398,6 +398,7 @@ def build_trainer(
         allocator_kwargs=cfg.allocator_options() or None,
         utility=cfg.utility,
         pilot=cfg.pilot_rollouts,
+        pilot_threshold=cfg.pilot_threshold,
         max_group=cfg.max_group,
         belief_decay=cfg.belief_decay,
         belief_prior=cfg.belief_prior,

@@ -141,6 +141,14 @@ class GRPOConfig:
             "0 where round_size, rounds or round_schedule is given)"
         ),
     )
+    pilot_threshold: float = field(
+        default=0.0,
+        metadata=field_help(
+            "skip the pilot for a prompt whose prior gives its pilot rollouts less than this "
+            "chance of a success, or of a failure (a never-solved group's point mass at 0); the "
+            "first round takes the rollouts skipped (0: every prompt gets the pilot)"
+        ),
+    )
     max_group: int | None = field(
         default=None, metadata=field_help("cap on one prompt's rollouts per step (default: none)")
     )
@@ -368,6 +376,17 @@ class GRPOConfig:
             )
         if self.pilot is not None:
             check_config_int("pilot", self.pilot, 0)
+        threshold = self.pilot_threshold
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not 0.0 <= threshold < 1.0
+        ):
+            raise ValueError(
+                f"pilot_threshold must be a probability in [0, 1), got {threshold!r}: e.g. "
+                "--pilot-threshold 0.01 skips the pilot where the prior gives it under a 1 % "
+                "chance of a success or of a failure (0: no prompt skips it)"
+            )
         for name in (
             "budget",
             "round_size",

@@ -215,6 +215,7 @@ class GRPOTrainer:
             adaptive=adaptive,
             # an external agent allocates: the config's allocator (and its own pilot) is unused
             pilot=(cfg.pilot or 0) if self.external else cfg.pilot_rollouts,
+            pilot_threshold=cfg.pilot_threshold,
             max_group=cfg.max_group,
             utility=cfg.utility,
             round_size=cfg.round_size,

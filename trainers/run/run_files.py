@@ -5,7 +5,8 @@ JSON, by their documented keys, with the defaults of fields older runs lack:
 
 - a **run directory** holds ``config.json`` (the run's ``GRPOConfig``: allocator, allocator_kwargs,
   utility, batch_size B, group_size G, budget N (default G·B), round_size, rounds, round_schedule,
-  pool_size, pilot, max_group, belief_prior, prior_alpha, prior_beta, belief_group, belief_decay),
+  pool_size, pilot, pilot_threshold, max_group, belief_prior, prior_alpha, prior_beta,
+  belief_group, belief_decay),
   ``metrics.jsonl`` (one step report per line) and, once the run has finished, ``beliefs.json`` (the
   belief store: ``ids``, ``rates``, ``rollouts`` (discounted counts), ``successes``/``failures``
   (discounted), ``groups``, ``fitted_prior``, ``group_priors``, ``fixed_prior``, ``decay``; runs
@@ -52,6 +53,7 @@ OPTIONAL_SETTINGS: dict[str, Any] = {
     "round_schedule": None,
     "pool_size": None,
     "pilot": 0,
+    "pilot_threshold": 0.0,
     "max_group": None,
     "belief_prior": "fixed",
     "prior_alpha": 1.0,
@@ -82,6 +84,7 @@ class RunSettings:
     prior_beta: float
     belief_group: str
     belief_decay: float
+    pilot_threshold: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,7 @@ def read_settings(config: dict[str, Any], where: Path) -> RunSettings:
             str(c["belief_group"] or "none"), str(c["belief_prior"] or "fixed")
         ),
         belief_decay=float(c["belief_decay"] if c["belief_decay"] is not None else 0.95),
+        pilot_threshold=float(c["pilot_threshold"] or 0.0),
     )
 
 

@@ -202,6 +202,11 @@ class AllocatingGRPOTrainer(KeepDataOrder, trl.GRPOTrainer):  # type: ignore[mis
       others, at most a quarter of the budget and lowered until its rollouts divide among the
       processes; 0 where ``round_size`` or a ``round_schedule`` is given:
       ``agents.rounds.resolve_pilot``).
+    - ``pilot_threshold``: a prompt whose prior gives its pilot rollouts less than this chance of
+      a success, or of a failure (a never-solved group's point mass at 0), skips the pilot; the
+      first round after it hands out what was skipped (default 0: every prompt gets the pilot;
+      ``adaroll_env.model.pilot_counts``). One process only: with several, the pilot round's
+      size would change with the priors and need not divide among them.
     - ``max_group``: cap on one prompt's rollouts per generation batch (default: none).
     - ``belief_decay``: per-optimizer-step forgetting of a prompt's past outcomes, in (0, 1].
     - ``belief_prior``: prior of unseen prompts, ``"fitted"`` (default: the Beta-binomial
@@ -231,6 +236,7 @@ class AllocatingGRPOTrainer(KeepDataOrder, trl.GRPOTrainer):  # type: ignore[mis
         round_size: int | None = None,
         round_schedule: str | None = "auto",
         pilot: int | None = None,
+        pilot_threshold: float = 0.0,
         max_group: int | None = None,
         belief_decay: float = 0.95,
         belief_prior: str = "fitted",
@@ -274,6 +280,12 @@ class AllocatingGRPOTrainer(KeepDataOrder, trl.GRPOTrainer):  # type: ignore[mis
         self.round_size = round_size
         self._build_allocator(allocator, allocator_kwargs)
         world = int(self.accelerator.num_processes)
+        if pilot_threshold and world > 1:
+            raise ValueError(
+                f"AllocatingGRPOTrainer: pilot_threshold {pilot_threshold} skips the pilot for "
+                f"some prompts, so the pilot round's size changes with the priors and need not "
+                f"divide among {world} processes: run one process, or give pilot_threshold=0"
+            )
         U = self.num_prompts
         # an allocator's own pilot is lowered until every round divides among the processes
         tries = [self.pilot] if pilot_given or world == 1 else list(range(self.pilot, -1, -1))
@@ -287,6 +299,7 @@ class AllocatingGRPOTrainer(KeepDataOrder, trl.GRPOTrainer):  # type: ignore[mis
                     questions=U,
                     adaptive=bool(getattr(self.allocator, "adaptive", True)),
                     pilot=tried,
+                    pilot_threshold=pilot_threshold,
                     max_group=self.max_group,
                     utility=self.utility,
                     round_size=round_size,

@@ -11,6 +11,7 @@ import pytest
 
 import agents
 from adaroll_env import AllocationParams
+from adaroll_env.model import pilot_counts
 from adaroll_env.utilities import get_utility
 from agents.bamdp import cache as bamdp_cache
 from agents.bamdp.bound import dual_minimum, dual_value, upper_bound
@@ -88,7 +89,8 @@ def _dual_by_recursion(params, lam):
     """Σ_i E_pilot[V_i(s, f; λ)] + λ·(N − pilot·B), every question on its own, by recursion
     and Beta-binomial weights from math.lgamma."""
     u = get_utility(params.utility)
-    cap, P = params.cap, params.pilot
+    cap = params.cap
+    pilots = pilot_counts(params).tolist()  # the selective pilot's rule: test_exact's brute force
     a_all = np.broadcast_to(params.prior_alpha, (params.num_questions,))
     b_all = np.broadcast_to(params.prior_beta, (params.num_questions,))
 
@@ -96,7 +98,7 @@ def _dual_by_recursion(params, lam):
         return math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)
 
     total = 0.0
-    for a, b in zip(a_all.tolist(), b_all.tolist(), strict=True):
+    for a, b, P in zip(a_all.tolist(), b_all.tolist(), pilots, strict=True):
 
         @functools.cache
         def V(s, f, a=a, b=b):
@@ -109,7 +111,7 @@ def _dual_by_recursion(params, lam):
         for k in range(P + 1):
             w = math.comb(P, k) * math.exp(betaln(a + k, b + P - k) - betaln(a, b))
             total += w * V(k, P - k)
-    return total + lam * (params.total_budget - P * params.num_questions)
+    return total + lam * (params.total_budget - sum(pilots))
 
 
 @pytest.mark.parametrize("utility", UTILITIES)
@@ -120,6 +122,8 @@ def _dual_by_recursion(params, lam):
         {"num_questions": 3, "budget": 9, "pilot": 1, "max_group": 4},
         {"num_questions": 3, "budget": 8, "pilot": 2, "prior_alpha": (0.5, 2.0, 0.5),
          "prior_beta": (0.5, 1.0, 0.5)},
+        {"num_questions": 3, "budget": 9, "pilot": 2, "prior_alpha": (1.0, 0.02, 1.0),
+         "prior_beta": (1.0, 40.0, 1.0), "pilot_threshold": 0.05},  # one skips the pilot
     ],
 )  # fmt: skip
 def test_dual_value_equals_an_independent_recursion(utility, kw):

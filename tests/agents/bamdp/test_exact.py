@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from adaroll_env import AllocationParams
+from adaroll_env.model import pilot_counts
 from adaroll_env.utilities import get_utility
 from agents.bamdp.exact import ExactSolution, estimate_states, solve_exact
 from agents.base import BaseAllocator
@@ -58,18 +59,29 @@ class BruteForce:
     """The BAMDP over unfolded states, straight from the definition."""
 
     def __init__(
-        self, B, N, alpha, beta, utility, *, pilot=0, max_group=None, mode="sequential", R=1
-    ):
-        self.B, self.N, self.pilot, self.mode, self.R = B, N, pilot, mode, R
+        self, B, N, alpha, beta, utility, *, pilot=0, max_group=None, mode="sequential", R=1,
+        threshold=0.0,
+    ):  # fmt: skip
+        self.B, self.N, self.mode, self.R = B, N, mode, R
         self.a = list(alpha) if isinstance(alpha, tuple) else [alpha] * B
         self.b = list(beta) if isinstance(beta, tuple) else [beta] * B
+        # the selective pilot, from its definition: a question whose prior gives its pilot less
+        # than `threshold` chance of a success, or of a failure, gets none of it
+        self.pilots = [
+            pilot if pilot and min(1 - _bb_prob(pilot, 0, a, b), 1 - _bb_prob(pilot, pilot, a, b))
+            >= threshold else 0
+            for a, b in zip(self.a, self.b, strict=True)
+        ]  # fmt: skip
+        self.skipped = pilot * B - sum(self.pilots)  # the first round after the pilot takes them
         self.cap = N if max_group is None else max_group  # without a cap, N never binds
         self.u = get_utility(utility)
         self.memo = {}
 
     def actions(self, s, f):
         n = [si + fi for si, fi in zip(s, f, strict=True)]
-        r = 1 if self.mode == "sequential" else min(self.R, self.N - sum(n))
+        first = sum(n) == sum(self.pilots)
+        R = self.R + (self.skipped if first else 0)
+        r = 1 if self.mode == "sequential" else min(R, self.N - sum(n))
         out = []
         for c in itertools.product(range(r + 1), repeat=self.B):
             if sum(c) == r and all(n[i] + c[i] <= self.cap for i in range(self.B)):
@@ -102,9 +114,9 @@ class BruteForce:
 
     def start(self):
         zero = (0,) * self.B
-        if self.pilot == 0:
+        if not any(self.pilots):
             return self.value(zero, zero)
-        return self.q(zero, zero, (self.pilot,) * self.B)
+        return self.q(zero, zero, tuple(self.pilots))
 
     def fold(self, s, f):
         """Multiset of (s, f) per prior group (independent of the solver's encoding)."""
@@ -157,17 +169,24 @@ CASES = [
     (4, 8, 0, 3, 2.0, 1.0, "dr_grpo_signal", "rounds", 3),
     (4, 12, 0, 3, 0.5, 0.5, "informative", "rounds", 4),
     (4, 10, 2, None, 1.0, 1.0, "grpo_signal", "rounds", 4),
+    # a selective pilot (pilot_threshold, the tenth entry): near-certain priors skip it
+    (3, 8, 1, None, (1.0, 0.02, 1.0), (1.0, 40.0, 1.0), "informative", "sequential", 1, 0.05),
+    (3, 9, 2, None, (0.5, 30.0, 0.05), (0.5, 0.01, 20.0), "grpo_signal", "sequential", 1, 0.1),
+    (3, 9, 1, None, (1.0, 0.02, 1.0), (1.0, 40.0, 1.0), "informative", "rounds", 3, 0.05),
+    (4, 11, 1, None, (0.7, 0.7, 0.01, 0.01), (0.9, 0.9, 9.0, 9.0), "custom", "rounds", 2, 0.01),
+    (4, 12, 2, 5, (1.0, 0.03, 50.0, 1.0), (2.0, 30.0, 0.02, 1.0), "hit", "rounds", 2, 0.05),
 ]
 
 
 def _case_id(case):
-    B, N, pilot, cap, a, _b, utility, mode, R = case
+    B, N, pilot, cap, a, _b, utility, mode, R, *threshold = case
     prior = "per-q" if isinstance(a, tuple) else f"{a}"
-    return f"{mode[:3]}-B{B}-N{N}-R{R}-p{pilot}-cap{cap}-{prior}-{utility}"
+    skip = f"-skip{threshold[0]}" if threshold else ""
+    return f"{mode[:3]}-B{B}-N{N}-R{R}-p{pilot}{skip}-cap{cap}-{prior}-{utility}"
 
 
 def _params(case, custom):
-    B, N, pilot, cap, a, b, utility, mode, R = case
+    B, N, pilot, cap, a, b, utility, mode, R, *threshold = case
     utility = custom if utility == "custom" else utility
     return AllocationParams(
         num_questions=B,
@@ -179,13 +198,15 @@ def _params(case, custom):
         utility=utility,
         mode=mode,
         round_size=R,
+        pilot_threshold=threshold[0] if threshold else 0.0,
     )
 
 
 def _brute(case, custom):
-    B, N, pilot, cap, a, b, utility, mode, R = case
+    B, N, pilot, cap, a, b, utility, mode, R, *threshold = case
     utility = custom if utility == "custom" else utility
-    return BruteForce(B, N, a, b, utility, pilot=pilot, max_group=cap, mode=mode, R=R)
+    return BruteForce(B, N, a, b, utility, pilot=pilot, max_group=cap, mode=mode, R=R,
+                      threshold=threshold[0] if threshold else 0.0)  # fmt: skip
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
@@ -195,6 +216,9 @@ def test_matches_independent_brute_force(case, custom_utility):
     bf = _brute(case, custom_utility)
     v = bf.start()
     assert sol.value == pytest.approx(v, rel=0, abs=1e-12)
+    assert pilot_counts(params).tolist() == bf.pilots
+    if len(case) > 9:
+        assert 0 < bf.skipped < params.pilot * params.num_questions  # some skip, some do not
 
     # Every state the brute force reached: same value, and the solver's action (unfolded to
     # question indices) is optimal, feasible and the lexicographically largest optimal one.

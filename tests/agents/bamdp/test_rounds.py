@@ -81,6 +81,8 @@ SMALL = [
          prior_beta=0.3),
     dict(num_questions=2, budget=6, round_size=2, utility="hit", prior_alpha=(0.5, 2.0),
          prior_beta=(1.0, 1.0)),
+    dict(num_questions=3, budget=9, pilot=1, round_size=3, utility="snr(4)",  # one skips the
+         prior_alpha=(1.0, 0.02, 1.0), prior_beta=(1.0, 40.0, 1.0), pilot_threshold=0.05),  # pilot
 ]  # fmt: skip
 
 

@@ -267,6 +267,8 @@ def test_env_kwargs_of_a_setting(tmp_path):
         "belief": (0.5, 0.5),
     }
     assert env_kwargs(cfg, Setting("rounds", "hard", "hit", 4))["round_size"] == 3
+    selective = _cfg(tmp_path, pilot=1, pilot_threshold=0.01)
+    assert env_kwargs(selective, Setting("rounds", "hard", "hit", 4))["pilot_threshold"] == 0.01
     grid = _grid_cfg(tmp_path, rounds="5,18+6")
     # 5 equal rounds of N = 24: R = ceil(24 / 5) = 5
     assert env_kwargs(grid, Setting("rounds", "rlvr", "hit", 4, 5))["round_size"] == 5

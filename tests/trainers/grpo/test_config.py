@@ -54,6 +54,7 @@ def test_config_errors_say_what_and_how(kwargs: dict, message: str) -> None:
         ({"engine": "sglang"}, "engine must be one of ['hf', 'vllm'], got 'sglang': pick one"),
         ({"batch_size": 2.0}, "batch_size must be an integer >= 1, got 2.0 (float)"),
         ({"pilot": -1}, "pilot must be an integer >= 0, got -1"),
+        ({"pilot_threshold": 1.0}, "pilot_threshold must be a probability in [0, 1), got 1.0"),
         ({"keep_checkpoints": 0}, "keep_checkpoints must be an integer >= 1, got 0"),
         ({"save_minutes": 0}, "save_minutes must be a positive number of minutes or None, got 0"),
         ({"save_minutes": True}, "save_minutes must be a positive number of minutes or None"),

@@ -72,6 +72,35 @@ def test_step_api_spends_the_budget_and_reports_utilities(model_case: Any) -> No
     assert report.tokens > 0 and report.tokens_per_s > 0
 
 
+def test_pilot_threshold_skips_the_prompts_the_prior_calls_hopeless(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two of 8 prompts a point mass at 0: they get no pilot, the first round takes their
+    rollouts, and the step still spends its budget in the pilot and two rounds."""
+    cfg = small_cfg(tiny_model_dir, allocator="bamdp", round_size=None, pilot=1,
+                    pilot_threshold=0.01)  # fmt: skip
+    trainer = GRPOTrainer(cfg)
+    real_prior = trainer.beliefs.prior
+
+    def prior(ids: Any, *args: Any, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
+        a, b = real_prior(ids, *args, **kw)
+        a, b = np.array(a, dtype=np.float64), np.array(b, dtype=np.float64)
+        a[:2], b[:2] = 1e-3, 9979.0
+        return a, b
+
+    monkeypatch.setattr(trainer.beliefs, "prior", prior)
+    trainer.begin_step()
+    state = trainer.state
+    assert state is not None and state.rollouts.tolist() == [0, 0] + [1] * 6
+    params = trainer.params
+    assert params is not None and params.pilot_rollouts == 6
+    assert am.next_round_size(params, state) == (32 - 8) // 2 + 2  # a round and the skipped 2
+    while trainer.budget_left:
+        trainer.run_round(trainer.rounds.decide())  # bamdp, reset with this step's params
+    report = trainer.finish_step()
+    assert report.rollouts == 32 and report.rounds == 3
+
+
 def test_invalid_allocations_and_misuse_are_refused(tiny_model_dir: Path) -> None:
     trainer = GRPOTrainer(small_cfg(tiny_model_dir, max_group=5))
     with pytest.raises(RuntimeError, match="begin_step"):

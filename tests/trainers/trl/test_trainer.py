@@ -268,6 +268,35 @@ def test_bamdp_spends_the_budget_in_ragged_groups_with_exact_advantages(
         )
 
 
+def test_pilot_threshold_skips_prompts_the_prior_calls_hopeless(
+    tiny_model_dir: Path, dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Priors from the store with two of 8 prompts a point mass at 0: with pilot_threshold they
+    get no pilot (and bamdp none after), the first round takes their 2 rollouts, the budget is
+    spent exactly in the same three generation rounds."""
+    trainer = build(AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path, allocator="bamdp",
+                    max_steps=2, per_device_train_batch_size=32, pilot_threshold=0.01)  # fmt: skip
+    hopeless: set[int] = set()
+    real_prior = trainer.belief_store.prior
+
+    def prior(ids: list[int], *args: Any, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
+        a, b = real_prior(ids, *args, **kw)
+        if not hopeless:
+            hopeless.update(ids[:2])
+        mask = np.array([i in hopeless for i in ids])
+        return np.where(mask, 1e-3, a), np.where(mask, 9979.0, b)
+
+    monkeypatch.setattr(trainer.belief_store, "prior", prior)
+    train(trainer)
+    for rec in trainer.allocations:
+        assert sum(rec.counts) == 32 and rec.rounds == 3
+        keys = [prompt_key(p) for p in rec.prompts]
+        skipped = [c for k, c in zip(keys, rec.counts, strict=True) if k in hopeless]
+        assert skipped == [0, 0] or not skipped  # a later batch may hold other prompts
+        assert min(c for k, c in zip(keys, rec.counts, strict=True) if k not in hopeless) >= 1
+    assert trainer.allocations[0].counts.count(0) >= 2
+
+
 @pytest.mark.slow
 def test_bamdp_twenty_steps_raise_the_training_reward(tiny_model_dir: Path, tmp_path: Path) -> None:
     # 32 training prompts, each seen five times in 20 steps; lr 2e-4 (at 5e-4 and above plain
