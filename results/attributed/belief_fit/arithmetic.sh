@@ -5,6 +5,8 @@
 # reads the test split. From the repository root, in .venv-trl114; rerun to resume.
 # --belief-fit discounted --pilot 0: the fit rule and pilot these runs had (the defaults until
 # 2026-12-06; an entrant that sets its own keeps it).
+# --evidence: the finished runs are restored from the committed evidence (and new ones kept there
+# as they finish), so on a fresh clone only what is missing runs.
 set -e
 source results/trl_recipe/recipe.sh
 PY="${PY:-.venv-trl114/bin/python}"
@@ -12,4 +14,4 @@ $PY -m trainers.cli compete --trainer trl --entrants results/attributed/belief_f
   --seeds 2 --first-seed 100 --steps 800 "${TRL_RECIPE[@]}" \
   --validation-size 400 \
   --eval-split validation --eval-every 200 --eval-size none --eval-k 8 --workers 2 --threads 1 \
-  --no-progress --out runs/attributed/belief_fit/arithmetic --belief-fit discounted --pilot 0 "$@"
+  --no-progress --out runs/attributed/belief_fit/arithmetic --evidence results/attributed/belief_fit/arithmetic --belief-fit discounted --pilot 0 "$@"

@@ -13,4 +13,4 @@ $PY -m trainers.cli compete --trainer trl --entrants results/attributed/belief_f
   --seeds 2 --first-seed 100 --steps 500 "${TRL_RECIPE[@]}" \
   --belief-fit discounted --pilot 0 --eval-split validation --eval-every 125 --eval-size none --eval-k 8 \
   --workers 2 --threads 1 \
-  --no-progress --out runs/attributed/belief_fit/spell "$@"
+  --no-progress --out runs/attributed/belief_fit/spell --evidence results/attributed/belief_fit/spell "$@"
