@@ -669,7 +669,9 @@ def main(cfg: CompeteConfig) -> dict[str, Any]:
         console = _console()
         console.print(
             f"compete: {len(jobs)} runs ({len(jobs) - len(todo)} already done), {cfg.workers} at "
-            f"a time, {threads or 'default'} torch thread(s) each; log: {out / COMPETE_LOG}"
+            f"a time, {threads or 'default'} torch thread(s) each; log: {out / COMPETE_LOG}",
+            highlight=False,
+            soft_wrap=True,  # one line: the log path is never cut in two
         )
         if restored:
             console.print(

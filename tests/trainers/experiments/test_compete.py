@@ -690,6 +690,7 @@ def test_a_competition_keeps_its_evidence_and_continues_from_it_on_a_fresh_clone
     printed = capsys.readouterr().out
     assert "1 already done" in printed
     assert f"restored from the evidence in {dest}: uniform seed 1\n" in printed  # one line
+    assert f"log: {out / 'compete.log'}\n" in printed  # the first line is one line too
     assert (out / "runs" / "uniform" / "seed0" / "DONE").is_file()  # run again
     assert not (out / "runs" / "uniform" / "seed1" / "DONE").exists()  # restored, not run
     assert (out / "runs" / "uniform" / "seed1" / "summary.json").read_text() == summary
