@@ -197,9 +197,10 @@ class AllocationParams:
         object.__setattr__(self, "_pilot_counts", counts)
         object.__setattr__(self, "_pilot_rollouts", int(counts.sum()))
         object.__setattr__(self, "_pilot_skipped", int(counts.sum()) < pilot * B)
-        # without max_group: all the budget but the other questions' pilots
-        most = budget - int(counts.sum()) + int(counts.max())
-        object.__setattr__(self, "_cap", cap if cap is not None else most)
+        # without max_group: all the budget but the other questions' pilots, counted whole even
+        # where they skip it (so the cap, and the tables keyed by it, do not change with the
+        # priors; a question never comes near it)
+        object.__setattr__(self, "_cap", cap if cap is not None else budget - pilot * (B - 1))
 
     def __getstate__(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -216,8 +217,8 @@ class AllocationParams:
 
     @property
     def cap(self) -> int:
-        """The most rollouts one question can receive: ``max_group``, else N less the other
-        questions' pilots (N − pilot·(B−1) when none skips it)."""
+        """The most rollouts one question can receive: ``max_group``, else N − pilot·(B−1) (the
+        other questions' pilots counted whole, also where ``pilot_threshold`` skips them)."""
         return self._cap  # type: ignore[attr-defined,no-any-return]
 
     @property

@@ -52,8 +52,8 @@ def test_the_first_round_after_a_skipped_pilot_takes_the_skipped_rollouts() -> N
     # sequential mode keeps one rollout a decision: the skipped ones are two more decisions
     seq = params.replace(mode="sequential", round_schedule=(), round_size=1)
     assert round_size_at(seq, 6) == 1
-    # a question may now take all the budget but the others' pilots
-    assert params.cap == 32 - 6 + 2
+    # the cap counts the others' pilots whole, skipped or not: it does not move with the priors
+    assert params.cap == 32 - 2 * 3
     assert "pilot_threshold" in params.to_dict()
     assert "pilot_threshold" not in params.replace(pilot_threshold=0.0).to_dict()
 
