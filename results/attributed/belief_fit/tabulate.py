@@ -2,7 +2,7 @@
 
 Per task: every entrant's validation AUC (here: pass@1 averaged over the evaluations, step 0
 included, as the rule says), final pass@1 and pass@8, and median seconds per step, per seed and
-averaged; then the two comparisons the rules name, paired by seed, and the verdicts. Usage, from
+averaged; then the comparisons the rules name, paired by seed, and the verdicts. Usage, from
 the repository root:
 
     python results/attributed/belief_fit/tabulate.py [SPELL_EVIDENCE] [ARITHMETIC_EVIDENCE]
@@ -20,13 +20,16 @@ from pathlib import Path
 from trainers.experiments.statistics import load_entrant_runs
 
 HERE = Path(__file__).resolve().parent
-#: (entrant, the entrant it is compared with, what adopting it means); the rule asks the AUC
-#: difference to be > 0 on spell and >= -ARITHMETIC_TOLERANCE points on arithmetic
+#: (entrant, the entrant it is compared with, what adopting it means, the task where it must
+#: gain); the rule asks the AUC difference to be > 0 on that task and >= -TOLERANCE points on
+#: the other
 RULES = (
-    ("bamdp-weighted", "bamdp", "weighted fit as the default"),
-    ("bamdp-weighted-pilot2", "bamdp-weighted", "pilot of 2 in the default"),
-)
-ARITHMETIC_TOLERANCE = 0.5
+    ("bamdp-weighted", "bamdp", "weighted fit as the default", "spell_backward"),
+    ("bamdp-weighted-pilot2", "bamdp-weighted", "pilot of 2 in the default", "spell_backward"),
+    ("bamdp-weighted-pilot2-skip", "bamdp-weighted-pilot2", "pilot_threshold 0.01 in the default",
+     "arithmetic"),
+)  # fmt: skip
+TOLERANCE = 0.5
 
 
 def runs(evidence: Path) -> dict[str, dict[str, dict[str, float]]]:
@@ -76,15 +79,17 @@ def main(spell: Path, arithmetic: Path) -> None:
         table(name, found)
     print("\n### The rules (validation AUC, paired by seed)\n")
     s_found, a_found = tasks.values()
-    for a, b, what in RULES:
-        ds, da = paired(s_found, a, b), paired(a_found, a, b)
+    for a, b, what, gains in RULES:
+        diffs = {"spell_backward": paired(s_found, a, b), "arithmetic": paired(a_found, a, b)}
         text = []
-        for label, d in (("spell_backward", ds), ("arithmetic", da)):
+        for label, d in diffs.items():
             text.append(f"{label} {statistics.mean(d):+.2f} ({', '.join(f'{x:+.1f}' for x in d)})"
                         if d else f"{label} not run")  # fmt: skip
-        if ds is None or da is None:
+        other = next(k for k in diffs if k != gains)
+        dg, do = diffs[gains], diffs[other]
+        if dg is None or do is None or len(dg) < 2 or len(do) < 2:
             verdict = "not decided (runs missing)"
-        elif statistics.mean(ds) > 0 and statistics.mean(da) >= -ARITHMETIC_TOLERANCE:
+        elif statistics.mean(dg) > 0 and statistics.mean(do) >= -TOLERANCE:
             verdict = "adopted"
         else:
             verdict = "not adopted"
