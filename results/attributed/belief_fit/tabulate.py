@@ -87,7 +87,9 @@ def main(spell: Path, arithmetic: Path) -> None:
                         if d else f"{label} not run")  # fmt: skip
         other = next(k for k in diffs if k != gains)
         dg, do = diffs[gains], diffs[other]
-        if dg is None or do is None or len(dg) < 2 or len(do) < 2:
+        if dg is not None and len(dg) >= 2 and statistics.mean(dg) <= 0:
+            verdict = f"not adopted (no gain on {gains}; {other} cannot change that)"
+        elif dg is None or do is None or len(dg) < 2 or len(do) < 2:
             verdict = "not decided (runs missing)"
         elif statistics.mean(dg) > 0 and statistics.mean(do) >= -TOLERANCE:
             verdict = "adopted"
