@@ -421,9 +421,15 @@ def run_plan(plan: WarmStartPlan, control: RunControl, console: Any) -> WarmStar
 # ----------------------------------------------------------------------------------------------
 
 
+#: what a run executes, relative to the checkout's root: changes anywhere else (results,
+#: documentation, the evidence a competition copies in as runs finish) leave a start clean
+CODE_PATHS = ("adaroll_env", "agents", "trainers", "pyproject.toml")
+
+
 def git_state(root: str | Path | None = None) -> dict[str, Any]:
     """``{"commit": sha, "dirty": bool}`` of the git checkout holding ``root`` (default: this
-    package's), both None outside one (or without git)."""
+    package's), both None outside one (or without git). ``dirty``: the code a run executes
+    (``CODE_PATHS``) differs from the commit — a tracked file changed or an untracked one added."""
     import subprocess
 
     where = Path(root) if root is not None else Path(__file__).resolve().parent
@@ -433,9 +439,13 @@ def git_state(root: str | Path | None = None) -> dict[str, Any]:
         )
         if commit.returncode != 0:
             return {"commit": None, "dirty": None}
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=where, capture_output=True, text=True,
+            timeout=30,
+        )  # fmt: skip
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=where,
+            ["git", "status", "--porcelain", "--untracked-files=normal", "--", *CODE_PATHS],
+            cwd=top.stdout.strip() or where,
             capture_output=True,
             text=True,
             timeout=60,

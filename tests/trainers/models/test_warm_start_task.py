@@ -287,3 +287,35 @@ def test_pretrain_tiny_writes_the_model_card_too(tmp_path: Path) -> None:
     assert card["weights_sha256"] == weights_sha256(out, length=64)
     assert isinstance(model.get_input_embeddings().weight, torch.Tensor)
     assert np.isfinite(card["loss"]["last"])
+
+
+def test_git_state_is_dirty_only_where_runs_execute_code(tmp_path: Path) -> None:
+    """Results, documentation and the evidence a competition copies in leave a checkout clean;
+    a changed or added file of the package's code makes it dirty."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    for rel in ("agents/a.py", "trainers/t.py", "results/r.md", "docs/d.md", "pyproject.toml"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    inside = tmp_path / "trainers"
+    assert git_state(inside)["dirty"] is False and len(git_state(inside)["commit"]) == 40
+    (tmp_path / "results" / "r.md").write_text("y\n")
+    (tmp_path / "results" / "new.json").write_text("{}\n")
+    (tmp_path / "docs" / "d.md").write_text("y\n")
+    assert git_state(inside)["dirty"] is False  # results and docs: still the commit's code
+    (tmp_path / "agents" / "new.py").write_text("x = 1\n")
+    assert git_state(inside)["dirty"] is True  # an added module
+    (tmp_path / "agents" / "new.py").unlink()
+    (tmp_path / "trainers" / "t.py").write_text("y\n")
+    assert git_state(inside)["dirty"] is True  # a changed one
+    assert git_state(tmp_path.parent)["commit"] is None  # outside a checkout
