@@ -22,8 +22,10 @@ Every name and path is checked before the model loads or anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -236,8 +238,6 @@ def main(
     (a ready model, task or engine). A stop by SIGINT/SIGTERM saves, then raises
     ``stopping.RunInterrupted`` (the command line exits with its ``exit_code``).
     """
-    from rich.console import Console
-
     from trainers.grpo.trainer import GRPOTrainer, build_task
 
     check_inputs(cfg, trainer_kwargs)
@@ -248,15 +248,46 @@ def main(
         trainer_kwargs["task"] = build_task(cfg)  # a bad task is refused before the model loads
     out = Path(cfg.out)
     existing = checkpoint_dirs(out)
-    trainer = GRPOTrainer(cfg, **trainer_kwargs)
+    with _hf_bars(cfg.progress):
+        return _train(cfg, out, existing, GRPOTrainer, trainer_kwargs, callbacks)
+
+
+@contextlib.contextmanager
+def _hf_bars(progress: bool) -> Iterator[None]:
+    """Without ``progress``, transformers' own bars (one per model load and per checkpoint
+    written) are off for the run, as they were after it: a log file gets no bar lines."""
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    if not progress:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars and not progress:
+            hf_logging.enable_progress_bar()
+
+
+def _train(
+    cfg: GRPOConfig,
+    out: Path,
+    existing: list[Path],
+    trainer_cls: Any,
+    trainer_kwargs: dict[str, Any],
+    callbacks: list[Any] | None,
+) -> dict[str, Any]:
+    """``main`` from building the trainer on."""
+    from rich.console import Console
+
+    trainer = trainer_cls(cfg, **trainer_kwargs)
     console = Console(quiet=trainer.rank != 0)
     resume_step = None
     if cfg.resume and existing:
         load_checkpoint(trainer, existing[-1])
         resume_step = trainer.step
-        console.print(f"resumed from {existing[-1]} (step {trainer.step})")
+        console.print(f"resumed from {existing[-1]} (step {trainer.step})", soft_wrap=True)
     elif cfg.resume:
-        console.print(f"no checkpoint in {out}: starting from scratch")
+        console.print(f"no checkpoint in {out}: starting from scratch", soft_wrap=True)
     log = _open_run_dir(cfg, trainer, resume_step)
     if trainer.rank == 0:
         print(

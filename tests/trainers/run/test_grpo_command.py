@@ -417,3 +417,20 @@ def test_results_without_a_checkpoint_are_set_aside_never_overwritten(
     assert (kept / "eval.jsonl").read_text() == '{"step": 0, "pass@1": 0.25}\n'
     assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == [1]
     assert read_jsonl(out / "metrics.jsonl")[0]["loss"] != 0.5
+
+
+def test_without_progress_no_transformers_bar_reaches_the_output(
+    tiny_model_dir: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """--no-progress: transformers' bars (a model load, each checkpoint written) stay out of
+    the output, which a competition keeps in its log; its bar setting is as it was after."""
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.is_progress_bar_enabled()
+    main(small_cfg(tiny_model_dir, steps=2, save_every=1, out=str(tmp_path / "run"),
+                   progress=False))  # fmt: skip
+    captured = capfd.readouterr()
+    assert len(checkpoint_dirs(tmp_path / "run")) >= 1  # checkpoints were written
+    for bar in ("Writing model shards", "Loading weights", "it/s]"):
+        assert bar not in captured.out and bar not in captured.err
+    assert hf_logging.is_progress_bar_enabled() == before
