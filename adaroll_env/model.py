@@ -418,8 +418,11 @@ def round_size_at(params: AllocationParams, spent: int) -> int:
     and the observation (``budget_left``) carries it to every allocator.
     """
     left = params.total_budget - int(spent)
-    done = int(spent) - params.pilot * params.num_questions  # < 0: right after a skipped pilot
-    if done < 0 and params.mode == "rounds":
+    planned = params.pilot * params.num_questions  # the whole pilot
+    done = int(spent) - planned
+    skipped = params._pilot_skipped  # type: ignore[attr-defined]
+    if skipped and params.mode == "rounds" and params.pilot_rollouts <= int(spent) < planned:
+        # right after a pilot that some questions skipped
         first = params.round_schedule[0] if params.round_schedule else params.round_size
         return min(first - done, left)
     if not params.round_schedule:

@@ -47,6 +47,10 @@ def test_the_first_round_after_a_skipped_pilot_takes_the_skipped_rollouts() -> N
                               mode="rounds", round_schedule=(12, 12))  # fmt: skip
     assert params.pilot_rollouts == 6  # one question skipped 2
     assert round_size_at(params, 6) == 14 and round_size_at(params, 20) == 12
+    # only right after the pilot: the rule is not read before it, nor without a skip
+    assert round_size_at(params, 0) == 12
+    whole = params.replace(pilot_threshold=0.0)
+    assert round_size_at(whole, 8) == 12 and round_size_at(whole, 0) == 12
     equal = params.replace(round_schedule=(), round_size=12)
     assert round_size_at(equal, 6) == 14 and round_size_at(equal, 20) == 12
     # sequential mode keeps one rollout a decision: the skipped ones are two more decisions
