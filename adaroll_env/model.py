@@ -267,6 +267,17 @@ def pilot_counts(params: AllocationParams) -> NDArray[np.int64]:
     return params._pilot_counts  # type: ignore[attr-defined,no-any-return]
 
 
+def distinct_priors(params: AllocationParams) -> list[tuple[float, float, int, int]]:
+    """(alpha, beta, questions, pilot) per distinct prior, sorted: what the solvers group by (a
+    question's pilot is a function of its prior, ``pilot_counts``)."""
+    a, b = prior_arrays(params)
+    found: dict[tuple[float, float], list[int]] = {}
+    for key, pilot in zip(zip(a.tolist(), b.tolist(), strict=True), pilot_counts(params).tolist(),
+                          strict=True):  # fmt: skip
+        found.setdefault(key, [0, int(pilot)])[0] += 1
+    return [(ai, bi, n, pilot) for (ai, bi), (n, pilot) in sorted(found.items())]
+
+
 def prior_arrays(params: AllocationParams) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The prior as two read-only float64 arrays of shape [B]."""
     a, b, _, _ = params._priors  # type: ignore[attr-defined]

@@ -18,12 +18,11 @@ the minimum over all λ is at most the minimum over λ ≥ 0.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from adaroll_env.model import AllocationParams, pilot_counts, prior_arrays
+from adaroll_env.model import AllocationParams, distinct_priors
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
 from agents.bamdp.index import MAX_HORIZON, TableSpec, start_values, utility_range
 
@@ -31,15 +30,10 @@ from agents.bamdp.index import MAX_HORIZON, TableSpec, start_values, utility_ran
 def _groups(params: AllocationParams, max_horizon: int) -> list[tuple[TableSpec, int, int]]:
     """(spec, questions, pilot) per distinct prior (the pilot's size is a function of the prior,
     ``pilot_counts``)."""
-    a, b = prior_arrays(params)
-    keys = list(zip(a.tolist(), b.tolist(), strict=True))
-    counts = Counter(keys)
-    pilots = dict(zip(keys, pilot_counts(params).tolist(), strict=True))
-    out = []
-    for (ai, bi), c in sorted(counts.items()):
-        spec = TableSpec.make(ai, bi, params.utility, params.cap, max_horizon=max_horizon)
-        out.append((spec, c, int(pilots[(ai, bi)])))
-    return out
+    return [
+        (TableSpec.make(ai, bi, params.utility, params.cap, max_horizon=max_horizon), c, P)
+        for ai, bi, c, P in distinct_priors(params)
+    ]
 
 
 def dual_value(params: AllocationParams, lam: float, *, max_horizon: int = MAX_HORIZON) -> float:

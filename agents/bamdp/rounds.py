@@ -35,7 +35,6 @@ underestimated and the bound stays certified.
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,9 +43,8 @@ from numpy.typing import NDArray
 
 from adaroll_env.model import (
     AllocationParams,
-    pilot_counts,
+    distinct_priors,
     posterior_mean,
-    prior_arrays,
     round_size_at,
 )
 from adaroll_env.utilities import beta_binomial_logpmf, get_utility
@@ -320,14 +318,9 @@ def dual_rounds(
 def _pilot_groups(params: AllocationParams, max_horizon: int) -> list[Group]:
     """One group per distinct prior: its questions' pilot outcomes, weighted by their count (the
     pilot's size is a function of the prior, ``pilot_counts``: one per group)."""
-    a, b = prior_arrays(params)
-    counts = Counter(zip(a.tolist(), b.tolist(), strict=True))
-    pilots = dict(zip(zip(a.tolist(), b.tolist(), strict=True), pilot_counts(params).tolist(),
-                      strict=True))  # fmt: skip
     out = []
-    for (ai, bi), c in sorted(counts.items()):
+    for ai, bi, c, P in distinct_priors(params):
         spec = RoundsSpec.make(ai, bi, params.utility, params.cap, max_horizon)
-        P = int(pilots[(ai, bi)])
         k = np.arange(P + 1)
         w = c * np.exp(beta_binomial_logpmf(k, P, ai, bi))
         out.append((spec, P, np.asarray(w, dtype=np.float64)))
