@@ -113,6 +113,23 @@ def sb3_quality(data: Data, out: Output) -> str:
     )
 
 
+@block("sb3_quality_seed1", "results/bamdp_rounds")
+def sb3_quality_seed1(data: Data, out: Output) -> str:
+    """``bench_sb3_seed1_4000.json``: the shipped model measured again with 4,000 episodes a
+    setting on master seed 1, and its ratio pooled with ``bench_sb3_retrained.json``'s (the two
+    measurements' gains weighted by their episodes)."""
+    new = data.json("bench_sb3_seed1_4000.json")["quality"]
+    old = {r["setting"]: r for r in data.json("bench_sb3_retrained.json")["quality"]}
+    rows = _sb3_rows({"quality": new})
+    for row, r in zip(rows, new, strict=True):
+        o = old[r["setting"]]
+        n, m = r["episodes"], o["episodes"]
+        learned = (r["gain"] * n + o["gain"] * m) / (n + m)
+        bamdp = (r["bamdp_gain"] * n + o["bamdp_gain"] * m) / (n + m)
+        row.append(f"{100 * learned / bamdp:.1f} % ({n + m:,} episodes)")
+    return table([*_SB3_HEAD, "pooled with the 1,000 above"], rows, "ll" + "r" * 8)
+
+
 @block("leaderboard", "results/demo_leaderboard")
 def leaderboard(data: Data, out: Output) -> str:
     """``summary.csv`` through the benchmark's own table (``agents.benchmarks.tables``), best

@@ -12,6 +12,7 @@ from trainers.reports.tables_simulator import (
     bamdp_timing,
     leaderboard,
     sb3_quality,
+    sb3_quality_seed1,
 )
 
 PAGE = "simulator"  # the page of the report_folder fixture's Output
@@ -95,6 +96,18 @@ def test_sb3_rows_and_the_superseded_table(report_folder: Any) -> None:
     assert now.splitlines()[1] == "|---|---|" + "---:|" * 7
     assert "| **0.0 %** [-50.0, 50.0] | 100 |" in superseded
     assert "**200.0 %**" not in superseded
+
+
+def test_sb3_second_measurement_pools_gains_by_episodes(report_folder: Any) -> None:
+    # first: gains 0.5 of 0.25 over 100 episodes; second: 0.25 of 0.5 over 300:
+    # pooled (0.5·100 + 0.25·300) / (0.25·100 + 0.5·300) = 125 / 175 = 71.4 %
+    second = {**_SB3, "gain": 0.25, "bamdp_gain": 0.5, "ratio": 0.5, "episodes": 300}
+    data, out = report_folder({"bench_sb3_retrained.json": {"quality": [_SB3]},
+                               "bench_sb3_seed1_4000.json": {"quality": [second]}})  # fmt: skip
+    text = sb3_quality_seed1.make(data, out)
+    assert text.splitlines()[0].endswith("| pooled with the 1,000 above |")
+    assert text.splitlines()[1] == "|---|---|" + "---:|" * 8
+    assert "| **50.0 %** [150.0, 250.0] | 300 | 71.4 % (400 episodes) |" in text
 
 
 def test_leaderboard_puts_the_best_mean_utility_first(report_folder: Any) -> None:
