@@ -156,7 +156,7 @@ def main(cfg: RoundsBenchConfig) -> dict[str, Any]:
         for name, t in trainers.items():
             for _ in range(cfg.steps_per_slice):
                 reports[name].append(t.train_step())
-    rows = [_row(name, reps) for name, reps in reports.items()]
+    rows = [step_row(name, reps) for name, reps in reports.items()]
     base = rows[0]["step_seconds"]
     for row in rows:
         row["relative_step_time"] = row["step_seconds"] / base
@@ -170,8 +170,8 @@ def main(cfg: RoundsBenchConfig) -> dict[str, Any]:
     return result
 
 
-def _row(name: str, reps: list[Any]) -> dict[str, Any]:
-    """Means over the timed steps of one setting."""
+def step_row(name: str, reps: list[Any]) -> dict[str, Any]:
+    """Means over the timed steps (``StepReport``s) of one setting."""
 
     def mean(key: str) -> float:
         return float(statistics.fmean(getattr(r, key) for r in reps))
@@ -191,10 +191,13 @@ def _row(name: str, reps: list[Any]) -> dict[str, Any]:
     }
 
 
-def markdown_table(rows: list[dict[str, Any]]) -> str:
-    """The results as a markdown table."""
+def markdown_table(
+    rows: list[dict[str, Any]], base: str = "uniform", label: str = "setting"
+) -> str:
+    """The results as a markdown table (``base``: the setting the step times are relative to;
+    ``label``: the first column's name)."""
     lines = [
-        "| setting | rounds | s/step | × uniform | generate s | update s | allocate s | "
+        f"| {label} | rounds | s/step | × {base} | generate s | update s | allocate s | "
         "allocation share | gradient rollouts | informative prompts |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainers.benchmarks.rounds import RESULTS_FILE as ROUNDS_FILE
-from trainers.benchmarks.rounds import RoundsBenchConfig, _row, markdown_table
+from trainers.benchmarks.rounds import RoundsBenchConfig, markdown_table, step_row
 from trainers.benchmarks.rounds import main as rounds_main
 from trainers.grpo import GRPOConfig
 
@@ -67,7 +67,7 @@ def test_row_means_and_the_markdown_table_by_hand() -> None:
         _Rep(step_seconds=3.0, rounds=2, gen_seconds=1.4, train_seconds=0.7, alloc_seconds=0.03,
              gradient_rollouts=14, informative_prompts=6),
     ]  # fmt: skip
-    row = _row("bamdp ×2", reps)
+    row = step_row("bamdp ×2", reps)
     assert row["steps"] == 2 and row["step_seconds"] == 2.0 and row["gen_seconds"] == 1.0
     assert row["alloc_share"] == pytest.approx(0.02 / 2.0)
     assert (row["gradient_rollouts"], row["informative_prompts"]) == (12.0, 5.0)
