@@ -76,6 +76,7 @@ class EntrantsBenchConfig:
         directory under ``scratch``, and no evaluation, TensorBoard or progress bar."""
         from adaroll_env.errors import unknown_name
         from trainers.experiments.compete import CompeteConfig
+        from trainers.experiments.entrants import Entrant
 
         comp = CompeteConfig(tabulate=self.competition)
         if comp.trainer != "adaroll":
@@ -96,7 +97,7 @@ class EntrantsBenchConfig:
         for n in sorted(chosen, key=lambda n: n != base):  # the baseline first
             run = comp.run_config(n, seed)
             runs[n] = dataclasses.replace(
-                run, out=str(scratch / n.replace(":", "_").replace("/", "_")), resume=False,
+                run, out=str(scratch / Entrant(n, "").directory_name), resume=False,
                 eval_every=0, tensorboard=False, progress=False, threads=self.threads,
             )  # fmt: skip
         return base, runs
