@@ -23,6 +23,8 @@ import statistics as st
 import sys
 from pathlib import Path
 
+from trainers.experiments.statistics import curve_auc
+
 HERE = Path(__file__).resolve().parent
 SEEDS = ("seed100", "seed101")
 
@@ -40,10 +42,7 @@ def mean_auc(ev: list[dict]) -> float:
 
 def trapezoid_auc(ev: list[dict]) -> float:
     """Mean pass@1 over the run by trapezoids over rollouts (percent)."""
-    x = [r["rollouts_total"] for r in ev]
-    y = [r["pass@1"] for r in ev]
-    a = sum((x[i + 1] - x[i]) * (y[i + 1] + y[i]) / 2 for i in range(len(x) - 1))
-    return 100 * a / (x[-1] - x[0])
+    return 100 * curve_auc([(r["rollouts_total"], r["pass@1"]) for r in ev])
 
 
 def family_rates(runs_dir: Path, family: str) -> tuple[str | None, list[str]]:

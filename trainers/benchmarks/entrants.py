@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainers.benchmarks.rounds import markdown_table, step_row
+from trainers.benchmarks.rounds import markdown_table, time_in_slices
 from trainers.grpo import GRPOConfig, field_help
 from trainers.grpo.config import check_config_int
 
@@ -114,26 +114,9 @@ def main(cfg: EntrantsBenchConfig) -> dict[str, Any]:
 
 
 def _time(cfg: EntrantsBenchConfig, scratch: Path) -> dict[str, Any]:
-    from rich.console import Console
-    from rich.progress import track
-
-    from trainers.grpo.trainer import GRPOTrainer
-
-    console = Console()
     base, runs = cfg.settings(scratch)
     load_before = os.getloadavg()
-    trainers = {name: GRPOTrainer(c) for name, c in runs.items()}
-    reports: dict[str, list[Any]] = {name: [] for name in trainers}
-    for t in trainers.values():
-        for _ in range(cfg.warmup_steps):
-            t.train_step()
-    for _ in track(range(cfg.slices), description="slices", console=console):
-        for name, t in trainers.items():
-            for _ in range(cfg.steps_per_slice):
-                reports[name].append(t.train_step())
-    rows = [step_row(name, reps) for name, reps in reports.items()]
-    for row in rows:
-        row["relative_step_time"] = row["step_seconds"] / rows[0]["step_seconds"]
+    rows = time_in_slices(runs, cfg.warmup_steps, cfg.slices, cfg.steps_per_slice)
     result = {
         "config": dataclasses.asdict(cfg),
         "baseline": base,
@@ -152,8 +135,6 @@ def _time(cfg: EntrantsBenchConfig, scratch: Path) -> dict[str, Any]:
         f"{_load(result['load_average_after'])}, {result['cpus']} CPUs",
         flush=True,
     )
-    for t in trainers.values():
-        t.close()
     return result
 
 

@@ -141,33 +141,44 @@ class RoundsBenchConfig:
 
 def main(cfg: RoundsBenchConfig) -> dict[str, Any]:
     """Time every setting in alternating slices; print the table, write ``bench_rounds.json``."""
-    from rich.console import Console
-    from rich.progress import track
-
-    from trainers.grpo.trainer import GRPOTrainer
-
-    console = Console()
-    trainers = {name: GRPOTrainer(c) for name, c in cfg.settings().items()}
-    reports: dict[str, list[Any]] = {name: [] for name in trainers}
-    for t in trainers.values():
-        for _ in range(cfg.warmup_steps):
-            t.train_step()
-    for _ in track(range(cfg.slices), description="slices", console=console):
-        for name, t in trainers.items():
-            for _ in range(cfg.steps_per_slice):
-                reports[name].append(t.train_step())
-    rows = [step_row(name, reps) for name, reps in reports.items()]
-    base = rows[0]["step_seconds"]
-    for row in rows:
-        row["relative_step_time"] = row["step_seconds"] / base
+    rows = time_in_slices(cfg.settings(), cfg.warmup_steps, cfg.slices, cfg.steps_per_slice)
     result = {"config": dataclasses.asdict(cfg), "rows": rows}
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / RESULTS_FILE).write_text(json.dumps(result, indent=2) + "\n")
     print(markdown_table(rows), flush=True)
-    for t in trainers.values():
-        t.close()
     return result
+
+
+def time_in_slices(
+    settings: dict[str, GRPOConfig], warmup_steps: int, slices: int, steps_per_slice: int
+) -> list[dict[str, Any]]:
+    """One ``GRPOTrainer`` per setting, ``warmup_steps`` untimed steps each, then ``slices``
+    rounds of ``steps_per_slice`` steps per setting in turn (machine noise falls on all alike):
+    one ``step_row`` per setting, in order, each with its step time relative to the first's.
+    The trainers are closed at the end."""
+    from rich.console import Console
+    from rich.progress import track
+
+    from trainers.grpo.trainer import GRPOTrainer
+
+    trainers = {name: GRPOTrainer(c) for name, c in settings.items()}
+    try:
+        reports: dict[str, list[Any]] = {name: [] for name in trainers}
+        for t in trainers.values():
+            for _ in range(warmup_steps):
+                t.train_step()
+        for _ in track(range(slices), description="slices", console=Console()):
+            for name, t in trainers.items():
+                for _ in range(steps_per_slice):
+                    reports[name].append(t.train_step())
+    finally:
+        for t in trainers.values():
+            t.close()
+    rows = [step_row(name, reps) for name, reps in reports.items()]
+    for row in rows:
+        row["relative_step_time"] = row["step_seconds"] / rows[0]["step_seconds"]
+    return rows
 
 
 def step_row(name: str, reps: list[Any]) -> dict[str, Any]:

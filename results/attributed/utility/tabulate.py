@@ -20,6 +20,8 @@ import json
 import statistics as st
 from pathlib import Path
 
+from trainers.experiments.statistics import curve_auc
+
 HERE = Path(__file__).resolve().parent
 SEEDS = (100, 101)
 CANDIDATES = ("bamdp-informative-lr1e-4", "bamdp-snr2-lr1e-4")
@@ -39,12 +41,9 @@ def read(run: Path) -> dict[str, float] | None:
     ev = [json.loads(line) for line in (run / "eval.jsonl").read_text().splitlines() if line]
     with open(run / "steps.csv") as f:
         steps = list(csv.DictReader(f))
-    x = [r["rollouts_total"] for r in ev]
-    y = [r["pass@1"] for r in ev]
-    area = sum((x[i + 1] - x[i]) * (y[i + 1] + y[i]) / 2 for i in range(len(x) - 1))
     return {
-        "auc": 100 * area / (x[-1] - x[0]),
-        "mean": 100 * st.mean(y),
+        "auc": 100 * curve_auc([(r["rollouts_total"], r["pass@1"]) for r in ev]),
+        "mean": 100 * st.mean(r["pass@1"] for r in ev),
         "final": 100 * ev[-1]["pass@1"],
         "final8": 100 * ev[-1].get("pass@8", float("nan")),
         "prompts": st.mean(float(s["informative_prompts"]) for s in steps),

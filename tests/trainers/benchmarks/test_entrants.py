@@ -26,6 +26,7 @@ ENTRANTS = """\
 
 def _competition(tmp_path: Path, model_dir: Path, **kw: object) -> Path:
     """A competition directory as ``adaroll compete`` records it, without its runs."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "entrants.yaml").write_text(ENTRANTS)
     grpo = GRPOConfig(model=str(model_dir), task_size=500, batch_size=4, group_size=4,
                       max_completion_length=4, eval_every=2, lr=2e-4)  # fmt: skip
@@ -78,3 +79,6 @@ def test_bad_input_is_named(model_dir: Path, tmp_path: Path) -> None:
         EntrantsBenchConfig(competition=str(comp), entrants="bamdp").settings(tmp_path)
     with pytest.raises(ValueError, match=r"no config\.json"):
         EntrantsBenchConfig(competition=str(tmp_path)).settings(tmp_path)
+    trl = _competition(tmp_path / "trl", model_dir, trainer="trl")
+    with pytest.raises(ValueError, match=r"inside TRL .*bench_trl_overhead\.py"):
+        EntrantsBenchConfig(competition=str(trl)).settings(tmp_path)
