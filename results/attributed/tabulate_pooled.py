@@ -9,8 +9,10 @@ pooled rollouts-to-target ratio: per pair, the rollouts from which the entrant's
 or above ``uniform``'s final pass@1 of the same cell and seed, over ``uniform``'s own; the mean
 of the entrants' over the mean of ``uniform``'s (each pair first divided by its ``uniform``'s, so
 that cells of different lengths weigh alike), with a percentile-bootstrap interval over the
-pairs, given only when every pair reached the target. A final whose evidence is not committed
-yet is listed as such.
+pairs, given only when every pair reached the target; beside it the median of the per-pair
+ratios, a pair that never reached the target counted as larger than any
+(``censored_median``), with its bootstrap interval (``inf``: not reached). A final whose
+evidence is not committed yet is listed as such.
 
     python results/attributed/tabulate_pooled.py
 """
@@ -22,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from adaroll_env.stats import mean_ci
-from trainers.experiments.statistics import bootstrap_ratio, load_entrant_runs, paired, signs
+from trainers.experiments.statistics import (
+    bootstrap_ratio,
+    censored_median,
+    load_entrant_runs,
+    paired,
+    signs,
+)
 
 HERE = Path(__file__).parent
 #: cell -> the folder of its final's evidence (config.json beside runs/)
@@ -48,6 +56,11 @@ def pm(values: list[float]) -> str:
     mean, half = mean_ci(values)
     half_s = f"{100 * half:.1f}" if math.isfinite(half) else "—"
     return f"{100 * mean:+.1f} ± {half_s} | {'/'.join(map(str, signs(values)))}"
+
+
+def ratio_text(x: float) -> str:
+    """A ratio as ``0.87×``, or "not reached" for a censored (infinite) one."""
+    return f"{x:.2f}×" if math.isfinite(x) else "not reached"
 
 
 def main() -> None:
@@ -83,9 +96,10 @@ def main() -> None:
     print()
     print(
         "| entrant | cells with Δ final > 0 | pairs | pooled Δ final pass@1, pts (95 % CI) "
-        "| W/T/L | pooled Δ AUC, pts | W/T/L | rollouts to target, ratio [95 % CI] |"
+        "| W/T/L | pooled Δ AUC, pts | W/T/L | rollouts to target, ratio [95 % CI] "
+        "| median ratio [95 % CI] |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, acc in pooled.items():
         reach = acc["reach"]
         if reach and all(r is not None for r in reach):
@@ -94,9 +108,13 @@ def main() -> None:
             ratio_s = f"{ratio:.2f}×" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
         else:
             ratio_s = f"— ({sum(r is not None for r in reach)}/{len(reach)} reached)"
+        med, med_ci = censored_median(reach)
+        med_s = ratio_text(med) + (
+            f" [{ratio_text(med_ci[0])}, {ratio_text(med_ci[1])}]" if med_ci else ""
+        )
         print(
             f"| `{name}` | {sum(acc['cells_up'])} of {len(acc['cells_up'])} | {len(acc['final'])} "
-            f"| {pm(acc['final'])} | {pm(acc['auc'])} | {ratio_s} |"
+            f"| {pm(acc['final'])} | {pm(acc['auc'])} | {ratio_s} | {med_s} |"
         )
 
 

@@ -349,6 +349,31 @@ def bootstrap_ratio(
     return float(lo), float(hi)
 
 
+def censored_median(
+    values: Sequence[float | None],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, tuple[float, float] | None]:
+    """The median of ``values`` where None means "not reached in the run" (censored: larger
+    than any observed value), and its 95 % percentile-bootstrap interval over the values
+    (None with fewer than two). Either end is ``inf`` where the censored values decide it: the
+    median is finite only while fewer than half are censored. Quantiles are taken without
+    interpolation (``inverted_cdf``), so an infinite value never enters an arithmetic mean.
+
+    >>> censored_median([0.5, 0.7, None])
+    (0.7, (0.5, inf))
+    """
+    v = np.asarray([math.inf if x is None else x for x in values], dtype=np.float64)  # [S]
+    med = float(np.quantile(v, 0.5, method="inverted_cdf"))
+    if v.size < 2:
+        return med, None
+    idx = np.random.default_rng(seed).integers(0, v.size, size=(resamples, v.size))  # [R, S]
+    meds = np.quantile(v[idx], 0.5, axis=1, method="inverted_cdf")  # [R]
+    lo, hi = np.quantile(meds, [0.025, 0.975], method="inverted_cdf")
+    return med, (float(lo), float(hi))
+
+
 def paired(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> dict[str, Any]:
     """``runs`` against the baseline's runs ``base``, seed by seed (seeds both finished).
 

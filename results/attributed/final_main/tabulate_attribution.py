@@ -1,24 +1,29 @@
-"""The attribution table of results/attributed/final_main/README.md, from the committed evidence
-(``evidence/runs/<entrant>/seed<k>/``): each comparison the reading rule names, paired by seed,
-with ``adaroll compete``'s own statistics (``trainers.experiments.statistics.paired``).
+"""The attribution table of results/attributed/final_main/README.md (and of every cell's final),
+from the committed evidence (``<evidence>/runs/<entrant>/seed<k>/``): each comparison the
+reading rule names, paired by seed, with ``adaroll compete``'s own statistics
+(``trainers.experiments.statistics.paired``).
 
 - what the priors buy: ``prior_filter`` against ``uniform``;
 - what the policy adds: ``bamdp`` against ``prior_filter``;
 - whether ``bamdp`` beats the best heuristics: ``bamdp`` against ``knowledge_gradient`` and
   ``greso``.
 
-    python results/attributed/final_main/tabulate_attribution.py
+    python results/attributed/final_main/tabulate_attribution.py [EVIDENCE]
+
+EVIDENCE: a final's evidence folder (default: the main cell's, ``final_main/evidence``), e.g.
+``results/attributed/cell_arith_qwen3/final``.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 from trainers.experiments.statistics import load_entrant_runs, paired
 
-RUNS = Path(__file__).parent / "evidence" / "runs"
+EVIDENCE = Path(__file__).parent / "evidence"
 COMPARISONS = [
     ("the priors", "prior_filter", "uniform"),
     ("the policy", "bamdp", "prior_filter"),
@@ -28,9 +33,9 @@ COMPARISONS = [
 ]
 
 
-def runs_of(name: str) -> list[dict[str, Any]]:
-    """The finished runs of entrant ``name`` in the evidence, by seed."""
-    return load_entrant_runs(RUNS / name)[0]
+def runs_of(evidence: Path, name: str) -> list[dict[str, Any]]:
+    """The finished runs of entrant ``name`` in the evidence folder, by seed."""
+    return load_entrant_runs(evidence / "runs" / name)[0]
 
 
 def cell(p: dict[str, Any], key: str) -> str:
@@ -42,18 +47,18 @@ def cell(p: dict[str, Any], key: str) -> str:
     return f"{mean:+.1f} ± {half:.1f} | {w}/{t}/{losses}"
 
 
-def main() -> None:
-    """Print the table."""
+def main(evidence: Path = EVIDENCE) -> None:
+    """Print the table of the final whose evidence is in ``evidence``."""
     print(
         "| what | entrant − reference | seeds | Δ final pass@1, pts (95 % CI) | W/T/L "
         "| Δ final pass@8, pts | W/T/L | Δ AUC, pts | W/T/L |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for what, entrant, reference in COMPARISONS:
-        p = paired(runs_of(reference), runs_of(entrant))
+        p = paired(runs_of(evidence, reference), runs_of(evidence, entrant))
         cells = " | ".join(cell(p, k) for k in ("final", "pass_k", "auc"))
         print(f"| {what} | `{entrant}` − `{reference}` | {len(p['seeds'])} | {cells} |")
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else EVIDENCE)

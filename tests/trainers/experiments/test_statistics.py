@@ -13,6 +13,7 @@ from trainers.experiments.statistics import (
     STEP_COLUMNS,
     accuracy_row,
     bootstrap_ratio,
+    censored_median,
     curve_auc,
     eval_seconds,
     load_entrant_runs,
@@ -288,6 +289,21 @@ def test_bootstrap_ratio_against_the_exact_resampling_distribution() -> None:
     a = bootstrap_ratio([1.0, 2.5, 4.0, 3.0], [2.0, 3.0, 2.5, 4.0])
     assert a == bootstrap_ratio([1.0, 2.5, 4.0, 3.0], [2.0, 3.0, 2.5, 4.0])
     assert a is not None and a[0] < (10.5 / 11.5) < a[1]
+
+
+def test_censored_median_counts_unreached_runs_as_larger_than_any() -> None:
+    # three of five reached: the median is the third smallest, the unreached sort last
+    med, ci = censored_median([0.9, None, 0.6, None, 0.7])
+    assert med == 0.9
+    assert ci is not None and ci[0] == 0.6 and ci[1] == math.inf
+    # a majority unreached: the median itself is "not reached"
+    assert censored_median([None, None, 0.5])[0] == math.inf
+    # all reached: an ordinary median without interpolation, the interval inside the values
+    med, ci = censored_median([0.5, 0.6, 0.8, 0.9, 1.0])
+    assert med == 0.8 and ci is not None and 0.5 <= ci[0] <= med <= ci[1] <= 1.0
+    assert censored_median([0.7]) == (0.7, None)  # one value: no interval
+    # two values resampled: (a,a), (a,b), (b,a), (b,b); inverted_cdf medians a, a, a, b
+    assert censored_median([0.4, 0.8]) == (0.4, (0.4, 0.8))
 
 
 def test_paired_pass_k_and_signs_by_hand() -> None:
