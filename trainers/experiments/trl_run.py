@@ -140,6 +140,23 @@ class TrlRunConfig(GRPOConfig):
         return self.allocator == CGRPO
 
     @property
+    def pooled(self) -> bool:
+        """Whether the allocator sees a pool of ``pool_size`` prompts a step: TRL then hands it
+        ``pool_size`` prompts with ``num_generations`` = B·G / ``pool_size`` (the same budget;
+        the allocator may give some none), as the trainer's own pool; an outcome-blind allocator
+        (``uniform``) keeps B prompts of G, as there."""
+        from agents.registry import is_adaptive
+
+        return self.pool_size is not None and not self.is_cgrpo and is_adaptive(self.allocator)
+
+    @property
+    def trl_group(self) -> int:
+        """TRL's ``num_generations``: G, or B·G / ``pool_size`` with a pool (``pooled``)."""
+        if self.pooled:
+            return self.batch_size * self.group_size // int(self.pool_size or 1)
+        return self.group_size
+
+    @property
     def pilot_rollouts(self) -> int:
         """The pilot (``GRPOConfig.pilot_rollouts``); C-GRPO samples in its own steps: 0."""
         return 0 if self.is_cgrpo else super().pilot_rollouts
@@ -174,8 +191,16 @@ def trl_refusals(cfg: TrlRunConfig, *, early: bool = False) -> list[str]:
         refused.append("old_logprobs 'engine' (TRL computes its own: --old-logprobs recompute)")
     if cfg.dynamic_sampling:
         refused.append("dynamic_sampling (TRL has no DAPO dynamic sampling at a fixed budget)")
-    if cfg.pool_size is not None:
-        refused.append(f"pool_size {cfg.pool_size} (TRL hands the allocator B prompts: drop it)")
+    if cfg.pool_size is not None and cfg.is_cgrpo:
+        refused.append(f"pool_size {cfg.pool_size} for 'cgrpo' (C-GRPO samples B prompts)")
+    elif cfg.pooled:
+        P, N = int(cfg.pool_size or 0), cfg.batch_size * cfg.group_size
+        if N % P or N // P < 2:
+            refused.append(
+                f"pool_size {P} (TRL generates num_generations = B·G / pool_size rows per prompt "
+                f"of the pool, a whole number >= 2; B·G = {N}: e.g. pool_size 2·B = "
+                f"{2 * cfg.batch_size} when G is even)"
+            )
     if cfg.budget is not None and cfg.budget != cfg.group_size * cfg.batch_size:
         refused.append(
             f"budget {cfg.budget} (TRL's budget is B·G = {cfg.batch_size * cfg.group_size}: "
@@ -211,7 +236,7 @@ def trl_arguments(
     import torch
 
     G = int(width if width is not None else cfg.group_size)
-    rows = cfg.batch_size * G
+    rows = cfg.batch_size * G  # a pool (cfg.pooled) has as many: pool_size × trl_group
     micro = min(cfg.micro_batch_size, rows)
     if rows % micro:
         raise ValueError(
@@ -219,6 +244,7 @@ def trl_arguments(
             f"{cfg.batch_size} × {G} = {rows} (TRL's gradient accumulation takes equal "
             "micro-batches): pick a divisor"
         )
+    generations = G if width is not None else cfg.trl_group
     accumulation = rows // micro
     gpu = cfg.device != "cpu" and torch.cuda.is_available()
     bf16 = gpu and (
@@ -229,7 +255,7 @@ def trl_arguments(
         "per_device_train_batch_size": micro,
         "gradient_accumulation_steps": accumulation,
         "steps_per_generation": cfg.steps_per_generation * accumulation,
-        "num_generations": G,
+        "num_generations": generations,
         "num_iterations": cfg.num_iterations,
         "max_completion_length": cfg.max_completion_length,
         "max_steps": cfg.steps,

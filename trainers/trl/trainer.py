@@ -220,6 +220,11 @@ class AllocatingGRPOTrainer(KeepDataOrder, trl.GRPOTrainer):  # type: ignore[mis
       dataset need not have such a column).
     - ``success_threshold``: a completion whose reward reaches it counts as a success.
 
+    The budget is prompts per generation batch × ``num_generations``. A *pool*, as the trainer's
+    ``pool_size``: more prompts and fewer ``num_generations`` at the same budget (128 × 4 for
+    64 × 8), from which an allocator that reads beliefs (``prior_filter``) gives whole groups
+    to some prompts and none to the others.
+
     ``allocations`` keeps an :class:`AllocationRecord` per generation batch (the last
     ``RECORDS_KEPT``); ``batches_generated`` and ``rollouts_generated`` count every training
     generation batch and every completion generated for one since this trainer was built (not

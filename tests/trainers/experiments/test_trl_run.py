@@ -60,7 +60,11 @@ def stop_after(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
     ("kwargs", "message"),
     [
         ({"dynamic_sampling": True}, "dynamic_sampling (TRL has no DAPO dynamic sampling"),
-        ({"pool_size": 8, "batch_size": 4}, "pool_size 8 (TRL hands the allocator B prompts"),
+        ({"allocator": "bamdp", "pool_size": 12, "batch_size": 4, "group_size": 4},
+         "pool_size 12 (TRL generates num_generations = B·G / pool_size rows per prompt"),
+        ({"allocator": "bamdp", "pool_size": 16, "batch_size": 4, "group_size": 4},
+         "a whole number >= 2; B·G = 16: e.g. pool_size 2·B = 8"),
+        ({"allocator": "cgrpo", "pool_size": 128}, "pool_size 128 for 'cgrpo' (C-GRPO samples B"),
         ({"budget": 20, "batch_size": 4, "group_size": 4},
          "budget 20 (TRL's budget is B·G = 16: set it through --group-size)"),
         ({"prior_alpha": 2.0}, "AllocatingGRPOTrainer's fixed prior is Beta(1, 1)"),
@@ -128,6 +132,20 @@ def test_trl_arguments_map_the_settings() -> None:
         ValueError, match=r"micro_batch_size \(48\) must divide a step's rows, B × G"
     ):
         trl_arguments(TrlRunConfig(micro_batch_size=48, gradient_noise_every=0), "/x")
+
+
+def test_a_pool_is_more_prompts_of_fewer_generations_at_the_same_budget() -> None:
+    # prior_filter (adaptive: it reads beliefs) sees 128 prompts of 4 rows: the same 512 rows
+    cfg = TrlRunConfig(allocator="prior_filter", batch_size=64, group_size=8, pool_size=128,
+                       micro_batch_size=64, gradient_noise_every=0)  # fmt: skip
+    assert cfg.pooled and cfg.trl_group == 4
+    args = trl_arguments(cfg, "/x")
+    assert args["num_generations"] == 4
+    assert args["per_device_train_batch_size"] * args["gradient_accumulation_steps"] == 512
+    # an outcome-blind allocator keeps B prompts of G, as in the trainer's own loop
+    flat = TrlRunConfig(allocator="uniform", batch_size=64, group_size=8, pool_size=128,
+                        gradient_noise_every=0)  # fmt: skip
+    assert not flat.pooled and trl_arguments(flat, "/x")["num_generations"] == 8
 
 
 def test_calibration_prompts_are_the_last_training_prompts_held_out() -> None:
@@ -231,6 +249,36 @@ def test_a_stopped_run_resumes_to_the_unstopped_runs_numbers(
     before = (out / "summary.json").stat().st_mtime
     assert main(cfg)["steps"] == 4  # done: nothing trained, nothing rewritten
     assert (out / "summary.json").stat().st_mtime == before
+
+
+def test_prior_filter_with_a_pool_gives_whole_groups_to_some_of_the_pools_prompts(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """A pool of 8 prompts at B = 4, G = 4: TRL hands the allocator 8 prompts of 2 rows (16
+    rollouts a step, as without the pool) and prior_filter gives groups of 4 to 4 of them and
+    none to the others."""
+    pytest.importorskip("trl", reason="needs the trl extra: pip install -e '.[trl]'")
+    from trainers.experiments import trl_run
+
+    seen: list[Any] = []
+    build = trl_run.build_trainer
+
+    def keep(*args: Any, **kwargs: Any) -> Any:
+        trainer, source = build(*args, **kwargs)
+        seen.append(trainer)
+        return trainer, source
+
+    cfg = tiny_run(tiny_model_dir, tmp_path / "pool", allocator="prior_filter", pool_size=8,
+                   allocator_kwargs='{"group": 4}', steps=2, eval_every=2)  # fmt: skip
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(trl_run, "build_trainer", keep)
+        trl_run.main(cfg)
+    (trainer,) = seen
+    assert trainer.num_prompts == 8 and trainer.group_budget == 2
+    for record in trainer.allocations:
+        assert sorted(record.counts) == [0, 0, 0, 0, 4, 4, 4, 4]
+    steps = [json.loads(line) for line in (tmp_path / "pool" / "metrics.jsonl").open()]
+    assert [s["rollouts"] for s in steps] == [16, 16]
 
 
 @pytest.mark.parametrize("allocator", ["uniform", "cgrpo"])
