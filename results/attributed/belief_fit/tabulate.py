@@ -28,6 +28,8 @@ RULES = (
     ("bamdp-weighted-pilot2", "bamdp-weighted", "pilot of 2 in the default", "spell_backward"),
     ("bamdp-weighted-pilot2-skip", "bamdp-weighted-pilot2", "pilot_threshold 0.01 in the default",
      "arithmetic"),
+    ("bamdp-weighted-pilot2-snr2", "bamdp-weighted-pilot2", "utility snr(2) as the default",
+     "arithmetic"),
 )  # fmt: skip
 TOLERANCE = 0.5
 
