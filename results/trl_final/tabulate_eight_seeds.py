@@ -3,19 +3,28 @@
 entrants and settings; README.md, "Plan: today's default on arithmetic over eight seeds", fixes
 how it is read). Prints the final test pass@1 per seed, the paired differences (95 %
 t-interval, sign count W/T/L) of final pass@1, pass@8 and AUC over the eight seeds, over the
-four new ones and over the four first ones, and what every run was produced with (warm-start
-weights, TRL, torch, transformers), which must agree. Usage, from the repository root:
+four new ones and over the four first ones, the median over seeds of the rollouts from which
+the entrant's curve stays at the baseline's final pass@1 over the baseline's own (a seed that
+never gets there counted as larger than any: ``censored_median``), and what every run was
+produced with (warm-start weights, TRL, torch, transformers), which must agree. Usage, from
+the repository root:
 
-    python results/trl_final/tabulate_eight_seeds.py
+    python results/trl_final/tabulate_eight_seeds.py [--entrant NAME] [--baseline NAME]
+
+``--entrant prior_filter`` reads the attributed competition's best entrant the same way
+(README.md, "Plan: prior_filter inside TRL"); ``--baseline bamdp-weighted-pilot2`` pairs it
+with today's default instead of plain TRL.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
-from trainers.experiments.statistics import load_entrant_runs, paired
+from trainers.experiments.statistics import censored_median, load_entrant_runs, paired
 
 HERE = Path(__file__).resolve().parent
 PARTS = (HERE / "arithmetic_trl116" / "evidence", HERE / "arithmetic_trl116_more" / "evidence")
@@ -33,11 +42,11 @@ def runs_of(name: str) -> list[dict[str, Any]]:
     return [out[s] for s in sorted(out)]
 
 
-def produced_with() -> set[tuple[str, ...]]:
-    """(weights, trl, torch, transformers) of every start of every run read here."""
+def produced_with(names: tuple[str, ...]) -> set[tuple[str, ...]]:
+    """(weights, trl, torch, transformers) of every start of every run of ``names``."""
     found = set()
     for part in PARTS:
-        for name in (BASELINE, DEFAULT):
+        for name in names:
             for path in sorted((part / "runs" / name).glob("seed*/provenance.json")):
                 for start in json.loads(path.read_text())["starts"]:
                     v = start["versions"]
@@ -54,13 +63,21 @@ def row(label: str, base: list[dict[str, Any]], mine: list[dict[str, Any]]) -> s
         mean, half = p[f"delta_{key}_mean"], p[f"delta_{key}_ci95"]
         sign = "/".join(map(str, p[f"signs_{key}"]))
         cells.append(f"{100 * mean:+.2f} ± {100 * half:.2f} | {sign}")
+    reach = [
+        None if r is None else r / b
+        for r, b in zip(p["rollouts_to_base_final"], p["base_rollouts_to_final"], strict=True)
+    ]
+    med, ci = censored_median(reach)
+    text = [f"{x:.2f}×" if math.isfinite(x) else "not reached" for x in (med, *(ci or ()))]
+    cells.append(f"{text[0]}" + (f" [{text[1]}, {text[2]}]" if ci else ""))
     return f"| {label} | {len(p['seeds'])} | {' | '.join(cells)} |"
 
 
-def main() -> None:
-    """Print the tables."""
-    base, mine = runs_of(BASELINE), runs_of(DEFAULT)
-    print(f"| seed | plain TRL | `{DEFAULT}` | Δ |")
+def main(entrant: str = DEFAULT, baseline: str = BASELINE) -> None:
+    """Print the tables of ``entrant`` paired with ``baseline``."""
+    base, mine = runs_of(baseline), runs_of(entrant)
+    label = "plain TRL" if baseline == BASELINE else f"`{baseline}`"
+    print(f"| seed | {label} | `{entrant}` | Δ |")
     print("|---:|---:|---:|---:|")
     by_seed = {r["seed"]: r for r in base}
     for r in mine:
@@ -70,15 +87,20 @@ def main() -> None:
     print("\n(final test pass@1, %.)\n")
     k = base[0]["pass_k"] if base else "k"
     print(f"| seeds | n | Δ final pass@1, pts (95 % CI) | W/T/L | Δ pass@{k} | W/T/L "
-          "| Δ AUC | W/T/L |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| Δ AUC | W/T/L | rollouts to target, median ratio [95 % CI] |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     print(row("all (0-7)", base, mine))
     for label, seeds in (("new (4-7)", range(4, 8)), ("first (0-3)", range(4))):
         pick = [r for r in mine if r["seed"] in seeds]
         if pick:
             print(row(label, base, pick))
-    print("\nproduced with (weights, trl, torch, transformers):", sorted(produced_with()))
+    found = sorted(produced_with((baseline, entrant)))
+    print("\nproduced with (weights, trl, torch, transformers):", found)
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entrant", default=DEFAULT, help=f"entrant (default {DEFAULT})")
+    parser.add_argument("--baseline", default=BASELINE, help=f"paired with (default {BASELINE})")
+    args = parser.parse_args()
+    main(args.entrant, args.baseline)
