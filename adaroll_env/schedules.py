@@ -24,6 +24,7 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_ROUND_SCHEDULE",
+    "ONE_ROUND",
     "format_schedule",
     "normalise_schedule",
     "parse_round_schedule",
@@ -40,6 +41,9 @@ __all__ = [
 #: it gave 15 fewer gradient-carrying rollouts a step than equal halves (234.8 against 249.6)
 #: and won one seed of two, so it is not the default.
 DEFAULT_ROUND_SCHEDULE = "0.5,0.5"
+#: ``"auto"`` for an allocator whose class sets ``one_round`` (``prior_filter``): everything after
+#: the pilot in one round, one generation call a step.
+ONE_ROUND = "1.0"
 
 
 def resolve_schedule_spec(
@@ -49,13 +53,15 @@ def resolve_schedule_spec(
     round_size: int | None = None,
     budget: int,
     allocator: Any = None,
+    one_round: bool = False,
 ) -> str | None:
     """The schedule spec a step uses: ``"auto"`` is ``DEFAULT_ROUND_SCHEDULE`` when neither
     ``rounds`` nor ``round_size`` is given and the ``budget`` after the pilot is at least 4
-    rollouts, else none (those settings size the rounds), and none for a learned
+    rollouts, else none (those settings size the rounds), none for a learned
     ``"sb3:..."`` allocator, which keeps the round rule it was trained for (rounds of B, as
-    ``sb3:pretrained``); any other spec is returned as it is. The trainer, TRL and
-    ``adaroll bench --from-run`` all resolve it here.
+    ``sb3:pretrained``), and ``"1.0"`` (one round) for an allocator that asks for one
+    (``one_round``: its class's ``one_round``, ``agents.registry.is_one_round``); any other spec
+    is returned as it is. The trainer, TRL and ``adaroll bench --from-run`` all resolve it here.
 
     >>> resolve_schedule_spec("auto", budget=512)
     '0.5,0.5'
@@ -63,13 +69,15 @@ def resolve_schedule_spec(
     True
     >>> resolve_schedule_spec("auto", budget=512, allocator="sb3:pretrained") is None
     True
+    >>> resolve_schedule_spec("auto", budget=512, one_round=True)
+    '1.0'
     """
     if spec != "auto":
         return spec
     learned = isinstance(allocator, str) and allocator.startswith("sb3:")
     if learned or rounds is not None or round_size is not None or int(budget) < 4:
         return None
-    return DEFAULT_ROUND_SCHEDULE
+    return ONE_ROUND if one_round else DEFAULT_ROUND_SCHEDULE
 
 
 #: How far from 1 the fractions of a spec may sum (float rounding of decimal fractions).

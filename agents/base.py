@@ -118,6 +118,10 @@ class BaseAllocator:
     #: False when decisions never depend on outcomes seen within the episode; the trainer then
     #: hands out the whole budget in one round (the same allocation, fewer generate calls).
     adaptive: bool = True
+    #: True when decisions read the beliefs a step starts from (so ``adaptive``: a trainer offers
+    #: a pool) but never the outcomes seen within it: the trainer's default rounds (``"auto"``)
+    #: then hand out the whole budget in one round (the same allocation, fewer generate calls).
+    one_round: bool = False
     #: rollouts every prompt gets before this allocator's first decision when a trainer's
     #: ``pilot`` is left unset (``None``); a simulator env's ``pilot`` is always explicit.
     default_pilot: int = 0

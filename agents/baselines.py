@@ -108,11 +108,13 @@ class PriorFilterAllocator(BaseAllocator):
     the pool), as many groups as it pays for; when too few are kept, the filtered questions with
     the lowest probability of a degenerate group take the rest, so the budget is always spent.
     It never looks at this step's outcomes (the plan is the same at every decision of a step),
-    so one round suffices; it reads beliefs, so it is ``adaptive`` for the trainer, which then
-    offers it a pool (``pool_size`` > B) to choose its groups from.
+    so one round suffices (``one_round``: the trainers' default rounds give it one); it reads
+    beliefs, so it is ``adaptive`` for the trainer, which then offers it a pool (``pool_size`` >
+    B) to choose its groups from.
     """
 
     name = "prior_filter"
+    one_round = True  # reads the priors, never this step's outcomes
 
     def __init__(self, *, group: int = 8, threshold: float = 0.9) -> None:
         super().__init__()

@@ -146,6 +146,23 @@ def is_adaptive(spec: str) -> bool:
     return bool(getattr(_factory(spec.strip()), "adaptive", True))
 
 
+def is_one_round(allocator: Any) -> bool:
+    """Whether ``allocator`` (a spec or an instance) asks for one round a step under the
+    trainers' default rounds (its class's ``one_round``; False for learned ``sb3:`` specs, for
+    None and for unknown specs, whose error is for the allocator's own construction to raise)."""
+    if allocator is None:
+        return False
+    if isinstance(allocator, str):
+        if allocator.strip().startswith("sb3:"):
+            return False
+        try:
+            factory = _factory(allocator.strip())
+        except (KeyError, ValueError, ImportError, AttributeError):
+            return False
+        return bool(getattr(factory, "one_round", False))
+    return bool(getattr(allocator, "one_round", False))
+
+
 def default_pilot(spec: str) -> int:
     """The pilot allocator ``spec`` asks of a trainer whose ``pilot`` is unset (its class's
     ``default_pilot``; 0 for learned ``sb3:`` allocators and classes without the attribute)."""

@@ -172,8 +172,9 @@ def plan_step(
 
     ``round_schedule="auto"`` is resolved by ``adaroll_env.schedules.resolve_schedule_spec``
     (two equal rounds unless ``rounds`` or ``round_size`` is given, or ``allocator`` is a learned
-    ``sb3:`` spec); then ``adaroll_env.model.step_round_plan`` gives the first round's size and
-    the schedule (an outcome-blind allocator: the whole budget in one round). A round never
+    ``sb3:`` spec, or one whose class sets ``one_round``: one round); then
+    ``adaroll_env.model.step_round_plan`` gives the first round's size and the schedule (an
+    outcome-blind allocator: the whole budget in one round). A round never
     exceeds the budget. With ``world`` processes every round of a schedule must divide among them
     (each hands out its share); ``StepPlan.share`` gives a process's part. ``pilot_threshold``
     (``AllocationParams``): questions whose prior makes the pilot's outcome nearly certain skip
@@ -187,7 +188,12 @@ def plan_step(
     512
     >>> plan_step(budget=512, batch=64, adaptive=True, round_schedule=None).round_size
     64
+    >>> plan_step(budget=512, batch=64, questions=128, adaptive=True, round_schedule="auto",
+    ...           allocator="prior_filter").round_size
+    512
     """
+    from agents.registry import is_one_round
+
     Q = int(batch if questions is None else questions)
     spec = resolve_schedule_spec(
         round_schedule,  # type: ignore[arg-type]
@@ -195,6 +201,7 @@ def plan_step(
         round_size=round_size,
         budget=int(budget) - int(pilot) * Q,
         allocator=allocator,
+        one_round=is_one_round(allocator),
     )
     R, schedule = am.step_round_plan(
         int(budget),

@@ -220,3 +220,33 @@ def test_env_round_loop_refuses_a_broken_decision_before_the_env_sees_it():
     ):
         loop.run()
     assert env.unwrapped.state.spent == 0 and loop.rounds == 0
+
+
+def test_an_allocator_that_asks_for_one_round_gets_one_under_the_default_rounds() -> None:
+    from agents.baselines import PriorFilterAllocator
+    from agents.registry import is_one_round
+
+    # prior_filter reads the priors (adaptive: it gets a pool) but never this step's outcomes
+    assert is_one_round("prior_filter") and is_one_round(PriorFilterAllocator())
+    assert not any(is_one_round(s) for s in ("bamdp", "uniform", "sb3:pretrained", None))
+    assert not is_one_round("no_such_allocator")  # its own construction raises, not this
+    auto = plan_step(budget=512, batch=64, questions=128, adaptive=True, round_schedule="auto",
+                     allocator="prior_filter")  # fmt: skip
+    assert (auto.round_size, auto.round_schedule) == (512, ())
+    # what the user asks for is kept: the default only
+    two = plan_step(budget=512, batch=64, questions=128, adaptive=True, round_schedule="0.5,0.5",
+                    allocator="prior_filter")  # fmt: skip
+    assert (two.round_size, two.round_schedule) == (256, ())  # equal rounds of 256
+    bamdp = plan_step(budget=512, batch=64, adaptive=True, round_schedule="auto",
+                      allocator="bamdp", pilot=2)  # fmt: skip
+    assert bamdp.round_size == 192  # two equal rounds after the pilot of 2 x 64
+
+
+def test_the_trainers_config_resolves_one_round_for_prior_filter() -> None:
+    from trainers.grpo import GRPOConfig
+
+    cfg = GRPOConfig(allocator="prior_filter", pool_size=128, gradient_noise_every=0)
+    assert cfg.schedule_spec == "1.0"
+    assert GRPOConfig(allocator="bamdp", gradient_noise_every=0).schedule_spec == "0.5,0.5"
+    two = GRPOConfig(allocator="prior_filter", rounds=2, gradient_noise_every=0)
+    assert two.schedule_spec is None  # rounds given: they size the rounds

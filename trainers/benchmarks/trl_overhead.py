@@ -11,7 +11,11 @@ optimizer step per generation batch):
   is the subclass's own cost (gathering the rows, the allocator, the belief store, the metrics);
 - ``bamdp``: ``AllocatingGRPOTrainer(allocator="bamdp")`` at the package's defaults (a pilot of
   2 completions a prompt, then two equal rounds, ``snr(8)``, belief priors fitted per group),
-  which costs one generate call and one scoring call per round, the pilot's included.
+  which costs one generate call and one scoring call per round, the pilot's included;
+- ``prior_filter``: ``AllocatingGRPOTrainer(allocator="prior_filter")`` with a pool, as the
+  README recommends it on arithmetic: 2·``B`` prompts of ``G``/2 completions (the same budget),
+  groups of ``G`` to the prompts the grouped prior does not call hopeless or solved, one round
+  (``G`` even and at least 4).
 
 The variants run in alternating blocks (``blocks`` × (``warmup_steps`` untimed + ``steps``
 timed) each, a fresh trainer per block), so machine noise falls on all alike. A step is timed
@@ -22,7 +26,8 @@ scoring, allocation, old log-probs), inside it the generate calls
 own seconds (``AllocationRecord.alloc_seconds``). The rest of the step is TRL's loss, backward
 and optimizer step. The overhead is the median over blocks of
 ``uniform s/step ÷ trl s/step − 1`` (the subclass's own cost) and of ``bamdp s/step ÷ trl
-s/step`` (what a user of the default allocator pays, rounds included); the allocation share is
+s/step`` (what a user of the default allocator pays, rounds included), likewise for
+``prior_filter``; the allocation share is
 the allocator's seconds (its priors and their refits included) over the step's.
 
 >>> result = main(TrlOverheadConfig(blocks=1, steps=2))  # doctest: +SKIP
@@ -46,7 +51,7 @@ from typing import Any
 #: the JSON file written into ``out``
 RESULTS_FILE = "bench_trl_overhead.json"
 
-VARIANTS = ("trl", "uniform", "bamdp")
+VARIANTS = ("trl", "uniform", "bamdp", "prior_filter")
 
 
 def _help(text: str) -> dict[str, str]:
@@ -66,6 +71,10 @@ class TrlOverheadConfig:
     seed: int = field(default=0, metadata=_help("seed (the same for every block)"))
     threads: int = field(default=1, metadata=_help("torch threads (0: torch's default)"))
     out: str = field(default="runs/bench_trl_overhead", metadata=_help("where the JSON goes"))
+    variants: str = field(
+        default=",".join(VARIANTS),
+        metadata=_help(f"comma-separated variants timed, 'trl' among them ({', '.join(VARIANTS)})"),
+    )
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "max_completion_length", "blocks", "steps"):
@@ -80,16 +89,36 @@ class TrlOverheadConfig:
             raise ValueError(f"group_size must be an integer >= 2, got {self.group_size!r}")
         if self.group_size < 2:
             raise ValueError(f"group_size must be >= 2 (TRL needs two), got {self.group_size}")
+        names = self.variant_list
+        unknown = [v for v in names if v not in VARIANTS]
+        if unknown or "trl" not in names:
+            raise ValueError(
+                f"variants must name some of {', '.join(VARIANTS)}, 'trl' among them (the "
+                f"reference), got {self.variants!r}"
+            )
+        if "prior_filter" in names and (self.group_size % 2 or self.group_size < 4):
+            raise ValueError(
+                f"the prior_filter variant hands TRL 2·B prompts of group_size/2 completions, "
+                f"which needs an even group_size >= 4, got {self.group_size}: raise it or leave "
+                "prior_filter out of --variants"
+            )
+
+    @property
+    def variant_list(self) -> list[str]:
+        """``variants`` as a list, in ``VARIANTS``' order."""
+        given = {v.strip() for v in self.variants.split(",") if v.strip()}
+        return [v for v in VARIANTS if v in given] + sorted(given - set(VARIANTS))
 
 
-def _trl_args(cfg: TrlOverheadConfig, out: str) -> Any:
+def _trl_args(cfg: TrlOverheadConfig, out: str, *, pooled: bool = False) -> Any:
+    """TRL's settings of a block (``pooled``: twice the prompts, half the completions each)."""
     import trl
 
     rollouts = cfg.batch_size * cfg.group_size
     return trl.GRPOConfig(
         output_dir=out,
         per_device_train_batch_size=rollouts,  # one generation batch per optimizer step
-        num_generations=cfg.group_size,
+        num_generations=cfg.group_size // 2 if pooled else cfg.group_size,
         max_completion_length=cfg.max_completion_length,
         max_steps=cfg.warmup_steps + cfg.steps,
         learning_rate=2e-4,
@@ -164,7 +193,7 @@ def run_block(cfg: TrlOverheadConfig, variant: str, task: Any) -> list[dict[str,
         kwargs: dict[str, Any] = {
             "model": model,
             "reward_funcs": task_reward(task),
-            "args": _trl_args(cfg, tmp),
+            "args": _trl_args(cfg, tmp, pooled=variant == "prior_filter"),
             "train_dataset": task_dataset(task),
             "processing_class": tokenizer,
             "callbacks": [StepClock()],
@@ -172,6 +201,10 @@ def run_block(cfg: TrlOverheadConfig, variant: str, task: Any) -> list[dict[str,
         trainer: Any
         if variant == "trl":
             trainer = trl.GRPOTrainer(**kwargs)
+        elif variant == "prior_filter":  # a pool of 2·B prompts, groups of G to some of them
+            trainer = AllocatingGRPOTrainer(
+                **kwargs, allocator=variant, allocator_kwargs={"group": cfg.group_size}
+            )
         else:  # the package's defaults: what a user who names the allocator gets
             trainer = AllocatingGRPOTrainer(**kwargs, allocator=variant)
         _timer(trainer, "_generate_and_score_completions", phases["gen_score"])
@@ -229,10 +262,11 @@ def summarise(blocks: dict[str, list[list[dict[str, float]]]]) -> dict[str, Any]
         out["uniform_overhead_per_block"] = [r - 1.0 for r in ratios]
         own = [s["own_seconds"] / s["seconds"] for run in blocks["uniform"] for s in run]
         out["uniform_own_share"] = _median(own)
-    if "trl" in blocks and "bamdp" in blocks:
-        ratios = _block_ratios(blocks, "bamdp")
-        out["bamdp_ratio"] = _median(ratios)
-        out["bamdp_ratio_per_block"] = ratios
+    for variant in ("bamdp", "prior_filter"):
+        if "trl" in blocks and variant in blocks:
+            ratios = _block_ratios(blocks, variant)
+            out[f"{variant}_ratio"] = _median(ratios)
+            out[f"{variant}_ratio_per_block"] = ratios
     return out
 
 
@@ -247,9 +281,9 @@ def measure(cfg: TrlOverheadConfig) -> dict[str, Any]:
         torch.set_num_threads(cfg.threads)
     try:
         task = make_task("arithmetic", seed=cfg.seed)
-        blocks: dict[str, list[list[dict[str, float]]]] = {v: [] for v in VARIANTS}
+        blocks: dict[str, list[list[dict[str, float]]]] = {v: [] for v in cfg.variant_list}
         for _ in range(cfg.blocks):
-            for variant in VARIANTS:
+            for variant in cfg.variant_list:
                 blocks[variant].append(run_block(cfg, variant, task))
     finally:
         torch.set_num_threads(threads)
@@ -285,21 +319,24 @@ def print_results(result: dict[str, Any]) -> None:
         ("loss+update", "train_seconds"),
         ("rounds", "rounds"),
     )
-    print(f"{'variant':<10}" + "".join(f"{c:>12}" for c, _ in cols))
-    for variant in VARIANTS:
+    print(f"{'variant':<12}" + "".join(f"{c:>12}" for c, _ in cols))
+    for variant in (v for v in VARIANTS if v in s):
         row = s[variant]
-        print(f"{variant:<10}" + "".join(f"{row[k]:>12.4f}" for _, k in cols))
+        print(f"{variant:<12}" + "".join(f"{row[k]:>12.4f}" for _, k in cols))
     if "uniform_overhead" in s:
         per = ", ".join(f"{x:+.1%}" for x in s["uniform_overhead_per_block"])
         print(f"overhead (uniform vs trl, median of blocks): {s['uniform_overhead']:+.1%} ({per})")
         print(
             f"subclass's own code (uniform), median share of a step: {s['uniform_own_share']:.2%}"
         )
-    if "bamdp_ratio" in s:
-        per = ", ".join(f"{x:.3f}" for x in s["bamdp_ratio_per_block"])
-        ratio = s["bamdp_ratio"]
-        print(f"step time, bamdp (defaults) / trl, median of blocks: {ratio:.3f}x ({per})")
-        print(f"bamdp's allocation, median share of a step: {s['bamdp']['alloc_share']:.2%}")
+    for variant, what in (("bamdp", "bamdp (defaults)"), ("prior_filter", "prior_filter (pool)")):
+        if f"{variant}_ratio" not in s:
+            continue
+        per = ", ".join(f"{x:.3f}" for x in s[f"{variant}_ratio_per_block"])
+        ratio = s[f"{variant}_ratio"]
+        print(f"step time, {what} / trl, median of blocks: {ratio:.3f}x ({per})")
+        share = s[variant]["alloc_share"]
+        print(f"{variant}'s allocation, median share of a step: {share:.2%}")
 
 
 def main(cfg: TrlOverheadConfig) -> dict[str, Any]:

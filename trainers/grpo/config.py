@@ -516,8 +516,10 @@ class GRPOConfig:
         """The round schedule a step uses, ``"auto"`` resolved
         (``adaroll_env.schedules.resolve_schedule_spec``): the default schedule unless
         ``rounds`` or ``round_size`` is given, or the allocator is a learned ``sb3:`` model,
-        which keeps the round rule it was trained for (rounds of B, as ``sb3:pretrained``)."""
+        which keeps the round rule it was trained for (rounds of B, as ``sb3:pretrained``), or
+        one whose class sets ``one_round`` (``prior_filter``: one round)."""
         from adaroll_env.schedules import resolve_schedule_spec
+        from agents.registry import is_one_round
 
         prompts = self.pool_size if self.pool_size is not None else self.batch_size
         return resolve_schedule_spec(
@@ -526,6 +528,7 @@ class GRPOConfig:
             round_size=self.round_size,
             budget=self.rollout_budget - self.pilot_rollouts * prompts,
             allocator=self.allocator,
+            one_round=is_one_round(self.allocator),
         )
 
     @property

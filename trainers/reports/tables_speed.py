@@ -37,7 +37,8 @@ _TRL = (
     ("loss + update", "train_seconds"),
 )
 _VARIANTS = {"trl": "TRL `GRPOTrainer`", "uniform": "subclass, `uniform`",
-             "bamdp": "subclass, `bamdp`"}  # fmt: skip
+             "bamdp": "subclass, `bamdp`",
+             "prior_filter": "subclass, `prior_filter` (pool)"}  # fmt: skip
 
 
 @block("trl_overhead", "results/trl_overhead")
@@ -82,5 +83,12 @@ def trl_overhead(data: Data, out: Output) -> str:
             f"of blocks): **{s['bamdp_ratio']:.3f}×** (per block: {per})",
             f"- `bamdp`'s allocation (priors and their refits included), median share of a step: "
             f"**{s['bamdp']['alloc_share']:.2%}**",
+        ]
+    if "prior_filter_ratio" in s:
+        per = ", ".join(f"{x:.3f}" for x in s["prior_filter_ratio_per_block"])
+        lines += [
+            f"- step time, subclass with `prior_filter` and a pool (2·B prompts of G/2) against "
+            f"TRL (median of blocks): **{s['prior_filter_ratio']:.3f}×** (per block: {per}); its "
+            f"allocation's median share of a step: **{s['prior_filter']['alloc_share']:.2%}**",
         ]
     return "\n".join(lines)

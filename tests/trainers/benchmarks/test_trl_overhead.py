@@ -1,5 +1,5 @@
 """trainers.benchmarks.trl_overhead: the config, the summary worked by hand, the printed table,
-the timers, and (with the trl extra) a one-block run of the three variants."""
+the timers, and (with the trl extra) a one-block run of the four variants."""
 
 from __future__ import annotations
 
@@ -22,19 +22,22 @@ from trainers.benchmarks.trl_overhead import (
 )
 
 
-def test_overhead_benchmark_times_all_three_variants(
+def test_overhead_benchmark_times_all_four_variants(
     tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("trl", reason="needs the trl extra: pip install -e '.[trl]'")
     from trainers.benchmarks.trl_overhead import RESULTS_FILE, TrlOverheadConfig, main, parse_args
 
     monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
-    cfg = parse_args(["--batch-size", "2", "--group-size", "2", "--blocks", "1", "--steps", "1"])
-    assert cfg == TrlOverheadConfig(batch_size=2, group_size=2, blocks=1, steps=1)
+    cfg = parse_args(["--batch-size", "2", "--group-size", "4", "--blocks", "1", "--steps", "1"])
+    assert cfg == TrlOverheadConfig(batch_size=2, group_size=4, blocks=1, steps=1)
     result = main(dataclasses.replace(cfg, out=str(tmp_path)))
     s = result["summary"]
-    assert s["trl"]["rounds"] == s["uniform"]["rounds"] == 1 and s["bamdp"]["rounds"] == 2
-    for variant in ("trl", "uniform", "bamdp"):
+    assert s["trl"]["rounds"] == s["uniform"]["rounds"] == 1
+    # bamdp: its pilot and two rounds; prior_filter (a pool of 4 prompts x 2): one round
+    assert s["bamdp"]["rounds"] == 3 and s["prior_filter"]["rounds"] == 1
+    assert np.isfinite(s["prior_filter_ratio"]) and len(s["prior_filter_ratio_per_block"]) == 1
+    for variant in VARIANTS:
         row = s[variant]
         assert row["seconds_per_step"] >= row["gen_score_seconds"] >= row["generate_seconds"] > 0
     assert np.isfinite(s["uniform_overhead"]) and 0 < s["uniform_own_share"] < 1
@@ -56,13 +59,18 @@ def test_overhead_benchmark_times_all_three_variants(
         ({"threads": -2}, "threads must be an integer >= 0, got -2"),
         ({"group_size": 2.0}, "group_size must be an integer >= 2, got 2.0"),
         ({"group_size": 1}, "group_size must be >= 2 (TRL needs two), got 1"),
+        ({"group_size": 2}, "the prior_filter variant hands TRL 2·B prompts of group_size/2"),
+        ({"group_size": 6, "variants": "uniform,bamdp"}, "'trl' among them (the reference)"),
+        ({"variants": "trl,thompson"}, "variants must name some of trl, uniform, bamdp"),
     ],
 )
 def test_config_errors(kwargs, message):
     with pytest.raises(ValueError) as exc:
         TrlOverheadConfig(**kwargs)
-    assert str(exc.value) == message
+    assert str(exc.value).startswith(message) or message in str(exc.value)
     TrlOverheadConfig(warmup_steps=0, threads=0)  # both may be 0
+    # G = 2 without the pooled variant is fine, and the variants keep VARIANTS' order
+    assert TrlOverheadConfig(group_size=2, variants="bamdp,trl").variant_list == ["trl", "bamdp"]
 
 
 def _step(seconds, gen_score, generate, reward, alloc=0.0, own=0.0, rounds=1.0):
@@ -102,6 +110,8 @@ def test_summarise_by_hand():
     both = summarise({"trl": blocks["trl"], "bamdp": blocks["uniform"]})
     assert both["bamdp_ratio_per_block"] == pytest.approx([1.1, 1.25])
     assert both["bamdp_ratio"] == pytest.approx(1.175)
+    pooled = summarise({"trl": blocks["trl"], "prior_filter": blocks["uniform"]})
+    assert pooled["prior_filter_ratio"] == pytest.approx(1.175) and "bamdp_ratio" not in pooled
 
 
 def test_print_results_table(capsys):
@@ -111,23 +121,29 @@ def test_print_results_table(capsys):
     row["rounds"] = 2.0
     summary = {v: dict(row) for v in VARIANTS}
     summary["bamdp"]["alloc_share"] = 0.0175
+    summary["prior_filter"]["alloc_share"] = 0.003
     summary.update(uniform_overhead=0.0625, uniform_overhead_per_block=[0.05, -0.01],
                    uniform_own_share=0.0123, bamdp_ratio=1.05,
-                   bamdp_ratio_per_block=[1.04, 1.06])  # fmt: skip
-    cfg = dataclasses.asdict(TrlOverheadConfig(batch_size=4, group_size=2, blocks=2, steps=3))
+                   bamdp_ratio_per_block=[1.04, 1.06], prior_filter_ratio=0.98,
+                   prior_filter_ratio_per_block=[0.97, 0.99])  # fmt: skip
+    cfg = dataclasses.asdict(TrlOverheadConfig(batch_size=4, group_size=4, blocks=2, steps=3))
     print_results({"config": cfg, "summary": summary})
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == ("TRL GRPO steps on CPU: B=4, G=2, L=8; medians over 2 alternating "
+    assert lines[0] == ("TRL GRPO steps on CPU: B=4, G=4, L=8; medians over 2 alternating "
                         "blocks × 3 steps")  # fmt: skip
     header = ["variant", "s/step", "gen+score", "generate", "reward", "allocator", "subclass"]
     header += ["other", "g+s", "loss+update", "rounds"]
     assert lines[1].split() == header
     assert lines[2].split() == ["trl", *["0.5000"] * 8, "2.0000"]
-    assert [line.split()[0] for line in lines[2:5]] == ["trl", "uniform", "bamdp"]
-    assert lines[5] == "overhead (uniform vs trl, median of blocks): +6.2% (+5.0%, -1.0%)"
-    assert lines[6] == "subclass's own code (uniform), median share of a step: 1.23%"
-    assert lines[7] == "step time, bamdp (defaults) / trl, median of blocks: 1.050x (1.040, 1.060)"
-    assert lines[8] == "bamdp's allocation, median share of a step: 1.75%"
+    assert [line.split()[0] for line in lines[2:6]] == ["trl", "uniform", "bamdp", "prior_filter"]
+    assert lines[6] == "overhead (uniform vs trl, median of blocks): +6.2% (+5.0%, -1.0%)"
+    assert lines[7] == "subclass's own code (uniform), median share of a step: 1.23%"
+    assert lines[8] == "step time, bamdp (defaults) / trl, median of blocks: 1.050x (1.040, 1.060)"
+    assert lines[9] == "bamdp's allocation, median share of a step: 1.75%"
+    assert lines[10] == (
+        "step time, prior_filter (pool) / trl, median of blocks: 0.980x (0.970, 0.990)"
+    )
+    assert lines[11] == "prior_filter's allocation, median share of a step: 0.30%"
 
 
 def test_timer_adds_each_calls_seconds_and_keeps_the_result():
