@@ -196,7 +196,8 @@ class AllocatingGRPOTrainer(KeepDataOrder, trl.GRPOTrainer):  # type: ignore[mis
       ``adaroll_env.parse_round_schedule``); each round a multiple of the processes;
       outcome-blind allocators keep one round. Default ``"auto"``: ``"0.5,0.5"`` (the
       trainer's default, ``adaroll_env.schedules.DEFAULT_ROUND_SCHEDULE``) unless
-      ``round_size`` is given; ``None``: equal rounds of ``round_size``.
+      ``round_size`` is given, one round for an allocator whose class sets ``one_round``
+      (``prior_filter``); ``None``: equal rounds of ``round_size``.
     - ``pilot``: rollouts every prompt gets before the allocator's first decision (default: the
       allocator's own ``default_pilot`` with the default rounds, 2 for ``bamdp`` and 0 for the
       others, at most a quarter of the budget and lowered until its rollouts divide among the
