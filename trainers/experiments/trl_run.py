@@ -17,7 +17,8 @@ step over B·G completions (C-GRPO: B prompts in groups of its width), in micro-
 ``steps_per_generation`` counts optimizer steps per generation batch (TRL's
 ``steps_per_generation`` is that times the gradient accumulation steps). The allocation and
 belief settings go to ``AllocatingGRPOTrainer`` (``rounds`` as a round size of
-ceil(budget / rounds)). Settings TRL cannot honour are refused, naming the fix.
+ceil(budget / rounds)); ``pool_size`` P, for an adaptive allocator, hands TRL P prompts of
+B·G / P rows (``TrlRunConfig.pooled``). Settings TRL cannot honour are refused, naming the fix.
 
 Data. The task is the trainer's (``build_task``: ``task_size``, ``validation_size``,
 ``task_seed``). The last ``calibration_size`` training prompts are held out from training for
