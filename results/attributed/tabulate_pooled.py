@@ -19,6 +19,7 @@ evidence is not committed yet is listed as such.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from trainers.experiments.statistics import (
     censored_median,
     load_entrant_runs,
     paired,
+    reach_ratios,
     signs,
 )
 
@@ -63,12 +65,23 @@ def ratio_text(x: float) -> str:
     return f"{x:.2f}×" if math.isfinite(x) else "not reached"
 
 
+def complete(final: Path) -> bool:
+    """Whether every entrant of the final's config has all its seeds' finished runs here (a
+    final still running is left out of the tables, not pooled in part)."""
+    path = final / "config.json"
+    if not path.is_file():
+        return False
+    cfg = json.loads(path.read_text())
+    names = [e["name"] for e in cfg["resolved_entrants"]]
+    return all(len(runs_of(final, n)) == int(cfg["seeds"]) for n in names)
+
+
 def main() -> None:
     """Print the per-cell and pooled tables."""
-    present = {cell: f for cell, f in FINALS.items() if (f / "runs" / BASE).is_dir()}
+    present = {cell: f for cell, f in FINALS.items() if complete(f)}
     for cell, f in FINALS.items():
         if cell not in present:
-            print(f"- {cell}: final not committed yet (`{f.relative_to(HERE)}/`)")
+            print(f"- {cell}: final not complete yet (`{f.relative_to(HERE)}/`)")
     print()
     print("| entrant | cell | seeds | Δ final pass@1, pts (95 % CI) | W/T/L | Δ AUC, pts | W/T/L |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -83,12 +96,7 @@ def main() -> None:
             acc["final"] += p["delta_final"]
             acc["auc"] += p["delta_auc"]
             acc["cells_up"].append(p["delta_final_mean"] > 0)
-            acc["reach"] += [
-                (None if r is None else r / b)
-                for r, b in zip(
-                    p["rollouts_to_base_final"], p["base_rollouts_to_final"], strict=True
-                )
-            ]
+            acc["reach"] += reach_ratios(p)
             print(
                 f"| `{name}` | {cell} | {len(p['seeds'])} | {pm(p['delta_final'])} "
                 f"| {pm(p['delta_auc'])} |"

@@ -24,7 +24,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from trainers.experiments.statistics import censored_median, load_entrant_runs, paired
+from trainers.experiments.statistics import (
+    censored_median,
+    load_entrant_runs,
+    paired,
+    reach_ratios,
+)
 
 HERE = Path(__file__).resolve().parent
 PARTS = (HERE / "arithmetic_trl116" / "evidence", HERE / "arithmetic_trl116_more" / "evidence")
@@ -63,11 +68,7 @@ def row(label: str, base: list[dict[str, Any]], mine: list[dict[str, Any]]) -> s
         mean, half = p[f"delta_{key}_mean"], p[f"delta_{key}_ci95"]
         sign = "/".join(map(str, p[f"signs_{key}"]))
         cells.append(f"{100 * mean:+.2f} ± {100 * half:.2f} | {sign}")
-    reach = [
-        None if r is None else r / b
-        for r, b in zip(p["rollouts_to_base_final"], p["base_rollouts_to_final"], strict=True)
-    ]
-    med, ci = censored_median(reach)
+    med, ci = censored_median(reach_ratios(p))
     text = [f"{x:.2f}×" if math.isfinite(x) else "not reached" for x in (med, *(ci or ()))]
     cells.append(f"{text[0]}" + (f" [{text[1]}, {text[2]}]" if ci else ""))
     return f"| {label} | {len(p['seeds'])} | {' | '.join(cells)} |"

@@ -349,6 +349,15 @@ def bootstrap_ratio(
     return float(lo), float(hi)
 
 
+def reach_ratios(p: dict[str, Any]) -> list[float | None]:
+    """Per seed of a ``paired`` result: the rollouts from which the entrant stays at the
+    baseline's final pass@1, over the baseline's own (None: never reached)."""
+    return [
+        None if r is None else r / b
+        for r, b in zip(p["rollouts_to_base_final"], p["base_rollouts_to_final"], strict=True)
+    ]
+
+
 def censored_median(
     values: Sequence[float | None],
     *,
