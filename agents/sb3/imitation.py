@@ -37,9 +37,6 @@ __all__ = ["CloneReport", "behaviour_clone", "collect", "count_actions", "expert
 
 #: A question the expert leaves out is fitted below -1 by this margin (its clipped action is -1).
 ZERO_MARGIN = 0.25
-#: The clone's action losses: ``squared`` fits each question's target alone; ``split`` adds the
-#: error of the round the means decode to (the env's proportional split), in the same units.
-CLONE_LOSSES = ("squared", "split")
 
 
 @dataclass(frozen=True)
@@ -143,7 +140,6 @@ def behaviour_clone(
     batch_size: int = 256,
     lr: float = 1e-3,
     seed: int = 0,
-    loss: str = "squared",
 ) -> CloneReport:
     """Fit ``model.policy`` (an SB3 actor-critic with Box actions) to ``expert``'s decisions in
     place: action mean by squared error to the expert's encoded counts, value by squared error
@@ -153,12 +149,8 @@ def behaviour_clone(
     continues on all data. ``sizes``: other batch sizes B (same rollouts per question) whose
     episodes join the data in the same proportions, for the equivariant policy, which is used
     at any B (``episodes`` is then per size). Seeds from ``seed + 20_000`` (disjoint from
-    training's and the evaluation's); the policy's log-std is left as built. ``loss``: one of
-    ``CLONE_LOSSES`` (``split`` also fits the counts the means decode to, see ``_split_loss``)."""
+    training's and the evaluation's); the policy's log-std is left as built."""
     import torch as th
-
-    if loss not in CLONE_LOSSES:
-        raise ValueError(f"loss must be one of {', '.join(CLONE_LOSSES)}, got {loss!r}")
 
     policy = model.policy
     device = policy.device
@@ -172,7 +164,7 @@ def behaviour_clone(
     raw = {B: collect(env_id, kw, expert, episodes, base) for B, kw in kwargs_of.items()}
     K = max(int(c.max()) for _, c, _ in raw.values())
     data: dict[int, list[tuple[Any, ...]]] = {
-        B: [(x, count_actions(c, K), g, c.astype(np.float32))] for B, (x, c, g) in raw.items()
+        B: [(x, count_actions(c, K), g)] for B, (x, c, g) in raw.items()
     }
 
     def act_at(B: int) -> Callable[[NDArray[np.float32]], NDArray[np.float32]]:
@@ -187,27 +179,26 @@ def behaviour_clone(
     def tensors() -> dict[int, tuple[Any, ...]]:
         return {
             B: tuple(th.as_tensor(np.concatenate([d[k] for d in ds]), device=device)
-                     for k in range(4))
+                     for k in range(3))
             for B, ds in data.items()
         }  # fmt: skip
 
     sets = tensors()
-    split = K if loss == "split" else 0
     before = _losses(policy, sets)
-    _fit(policy, sets, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, split=split)
+    _fit(policy, sets, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
     for it in range(dagger):
         more = max(1, episodes // 2)
         for B, kw in kwargs_of.items():
             x, c, g = collect(env_id, kw, expert, more, base + episodes + it * more, act_at(B))
-            data[B].append((x, count_actions(c, K), g, c.astype(np.float32)))
+            data[B].append((x, count_actions(c, K), g))
         sets = tensors()
         _fit(policy, sets, epochs=max(1, epochs // 2), batch_size=batch_size, lr=lr,
-             seed=seed + it + 1, split=split)  # fmt: skip
+             seed=seed + it + 1)  # fmt: skip
     after = _losses(policy, sets)
     return CloneReport(
         expert=expert,
         episodes=episodes,
-        decisions=sum(int(X.shape[0]) for X, *_ in sets.values()),
+        decisions=sum(int(X.shape[0]) for X, _, _ in sets.values()),
         epochs=epochs,
         action_mse_before=before[0],
         action_mse_after=after[0],
@@ -225,20 +216,6 @@ def _action_loss(mean: Any, target: Any) -> Any:
     return th.where(target <= -1.0, hinge, mean - target).pow(2).mean()
 
 
-def _split_loss(mean: Any, counts: Any, scale: int) -> Any:
-    """The squared error of the round the means decode to, in action units: the env splits a
-    round of R = Σ c rollouts in proportion to w = (clip(a) + 1)/2, so the soft counts are
-    R·w/Σw, and a count error δ is the action error 2δ/K of ``count_actions`` on scale K. The
-    per-question loss does not see that 64 small errors on questions the expert leaves out, or
-    one error in the largest weight, move rollouts across the whole round; this term does."""
-    import torch as th
-
-    w = th.clamp((mean + 1.0) / 2.0, 0.0, 1.0)
-    total = counts.sum(dim=-1, keepdim=True)
-    soft = total * w / w.sum(dim=-1, keepdim=True).clamp(min=1e-6)
-    return ((2.0 / scale) * (soft - counts)).pow(2).mean()
-
-
 def _losses(policy: Any, sets: dict[int, tuple[Any, ...]]) -> tuple[float, float]:
     """Action and value losses over every size's data, weighted by decisions."""
     import torch as th
@@ -246,7 +223,7 @@ def _losses(policy: Any, sets: dict[int, tuple[Any, ...]]) -> tuple[float, float
     total_a = total_v = 0.0
     n = 0
     with th.no_grad():
-        for B, (X, Y, G, _) in sets.items():
+        for B, (X, Y, G) in sets.items():
             with _at_size(policy, B):
                 mean = policy.get_distribution(X).distribution.mean
                 value = policy.predict_values(X).squeeze(-1)
@@ -265,38 +242,34 @@ def _fit(
     batch_size: int,
     lr: float,
     seed: int,
-    split: int = 0,
 ) -> None:
     """Adam with a cosine decay to 0 (a fit that ends at a constant rate stops anywhere in its
     noise, and a round's split is sensitive to small errors in the means); each batch from one
-    size's data, the batches of all sizes shuffled together. ``split``: the scale K of the
-    targets when the decoded round's error joins the loss (0: it does not)."""
+    size's data, the batches of all sizes shuffled together."""
     import torch as th
 
     trainable = [p for name, p in policy.named_parameters() if name != "log_std"]
     opt = th.optim.Adam(trainable, lr=lr)
-    per_epoch = sum(-(-int(X.shape[0]) // batch_size) for X, *_ in sets.values())
+    per_epoch = sum(-(-int(X.shape[0]) // batch_size) for X, _, _ in sets.values())
     steps = epochs * per_epoch
     sched = th.optim.lr_scheduler.LambdaLR(
         opt, lambda k: 0.5 * (1.0 + math.cos(math.pi * min(k, steps) / steps))
     )
     gen = th.Generator().manual_seed(seed)
-    scale = {B: float(G.abs().mean().clamp(min=1e-6)) for B, (_, _, G, _) in sets.items()}
+    scale = {B: float(G.abs().mean().clamp(min=1e-6)) for B, (_, _, G) in sets.items()}
     for _ in range(epochs):
         batches = []
-        for B, (X, *_) in sets.items():
+        for B, (X, _, _) in sets.items():
             order = th.randperm(int(X.shape[0]), generator=gen)
             batches += [(B, order[i : i + batch_size]) for i in range(0, len(order), batch_size)]
         for j in th.randperm(len(batches), generator=gen).tolist():
             B, idx = batches[j]
-            X, Y, G, C = sets[B]
+            X, Y, G = sets[B]
             with _at_size(policy, B):
                 mean = policy.get_distribution(X[idx]).distribution.mean
                 value = policy.predict_values(X[idx]).squeeze(-1)
             value_loss = (((value - G[idx]) / scale[B]) ** 2).mean()
             loss = _action_loss(mean, Y[idx]) + value_loss
-            if split:
-                loss = loss + _split_loss(mean, C[idx], split)
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -52,9 +52,6 @@ class ReproduceConfig:
     clone_sizes: str = field(
         default="16,64", metadata={"help": "batch sizes of the cloned episodes"}
     )
-    clone_loss: str = field(
-        default="squared", metadata={"help": "the clone's action loss ('squared' or 'split')"}
-    )
     total_timesteps: int | None = field(
         default=None, metadata={"help": "env steps (None: the hyperparameter file's n_timesteps)"}
     )
@@ -101,7 +98,6 @@ def main(cfg: ReproduceConfig) -> Path:
             clone=cfg.clone,
             clone_episodes=cfg.clone_episodes,
             clone_sizes=cfg.clone_sizes,
-            clone_loss=cfg.clone_loss,
             progress=cfg.progress,
         )
     )

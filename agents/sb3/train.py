@@ -122,13 +122,6 @@ class TrainConfig:
     )
     clone_episodes: int = field(default=2000, metadata={"help": "expert episodes behind --clone"})
     clone_epochs: int = field(default=200, metadata={"help": "passes over the cloned decisions"})
-    clone_loss: str = field(
-        default="squared",
-        metadata={
-            "help": "the clone's action loss: 'squared' (each question's encoded count) or "
-            "'split' (also the error of the round the actions decode to)"
-        },
-    )
     clone_sizes: str = field(
         default="",
         metadata={
@@ -162,10 +155,6 @@ class TrainConfig:
                 if getattr(self, name) < 1:
                     raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
             self.clone_size_list()
-            from agents.sb3.imitation import CLONE_LOSSES
-
-            if self.clone_loss not in CLONE_LOSSES:
-                raise unknown_name("clone_loss", self.clone_loss, CLONE_LOSSES)
         if self.time_limit_s is not None and self.time_limit_s <= 0:
             raise ValueError(f"time_limit_s must be > 0 (or none), got {self.time_limit_s}")
         if self.algo == "dqn" and "Rounds" in self.env:
@@ -502,7 +491,6 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
             epochs=cfg.clone_epochs,
             sizes=cfg.clone_size_list(),
             seed=cfg.seed,
-            loss=cfg.clone_loss,
         )
         cloned_path = save_model(model, run_dir / "cloned.zip", meta)
         (run_dir / "clone.json").write_text(json.dumps(dataclasses.asdict(report), indent=2) + "\n")

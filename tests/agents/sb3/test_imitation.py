@@ -14,7 +14,7 @@ pytest.importorskip("stable_baselines3")
 import adaroll_env
 from adaroll_env.model import decode_action, make_state
 from agents.registry import make_allocator
-from agents.sb3.imitation import _split_loss, count_actions, expert_dataset
+from agents.sb3.imitation import expert_dataset
 from agents.sb3.train import TrainConfig, main
 
 gym.register_envs(adaroll_env)
@@ -87,7 +87,6 @@ def test_cloning_fits_the_experts_actions(tmp_path):
         ({"env": "AdaRoll/BetaBernoulli-v0"}, "--clone fits Box (rounds) actions"),
         ({"resume": "x.zip"}, "give one of them"),
         ({"clone_episodes": 0}, "clone_episodes must be >= 1, got 0"),
-        ({"clone_loss": "splt"}, "unknown clone_loss 'splt'. Did you mean 'split'?"),
     ],
 )
 def test_clone_config_errors(kw, message):
@@ -114,33 +113,3 @@ def test_cloning_at_several_batch_sizes_fits_one_policy(tmp_path):
         assert alloc.allocate(obs).sum() == b
     with pytest.raises(ValueError, match="clone_sizes"):
         TrainConfig(clone="bamdp", clone_sizes="16,x")
-
-
-def test_the_split_loss_is_the_error_of_the_decoded_round():
-    """Zero where the means decode to the expert's counts (on any scale: the split is
-    proportional), and the soft round's count error in action units otherwise."""
-    import torch as th
-
-    counts = np.array([[0, 1, 3, 4], [2, 2, 0, 4]], dtype=np.float32)
-    C = th.as_tensor(counts)
-    for K in (4, 8):
-        exact = th.as_tensor(count_actions(counts.astype(np.int64), K))
-        assert float(_split_loss(exact, C, 8)) == pytest.approx(0.0, abs=1e-12)
-    # every weight equal: each round of 8 decodes to 2 a question
-    flat = th.zeros_like(C)
-    expected = float((((2.0 / 8) * (2.0 - counts)) ** 2).mean())
-    assert float(_split_loss(flat, C, 8)) == pytest.approx(expected)
-    # a left-out question just above -1 takes rollouts from the round: the loss sees it
-    near = exact.clone()
-    near[0, 0] = -0.9
-    assert float(_split_loss(near, C, 8)) > 0.0
-
-
-def test_cloning_with_the_split_loss(tmp_path):
-    cfg = TrainConfig(env=ROUNDS, env_kwargs=json.dumps(SMALL), total_timesteps=64, n_envs=1,
-                      eval_freq=0, save_freq=0, out=str(tmp_path), name="run", progress=False,
-                      references=False, tensorboard=False, clone="bamdp", clone_episodes=10,
-                      clone_epochs=20, clone_loss="split")  # fmt: skip
-    res = main(cfg)
-    report = json.loads((res.run_dir / "clone.json").read_text())
-    assert report["action_mse_after"] < report["action_mse_before"]
