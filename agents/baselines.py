@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -127,6 +129,23 @@ class PriorFilterAllocator(BaseAllocator):
                 "all-wrong or all-right group from which a question is filtered (default 0.9)"
             )
         self.threshold = float(threshold)
+        self._warned = False
+
+    def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
+        """As every allocator's; warns once when the budget reaches every question in groups
+        of ``group``: then nothing can be filtered and the allocation is ``uniform``'s."""
+        super().reset(params, seed=seed)
+        B, N = params.num_questions, params.total_budget
+        if not self._warned and N // self.group >= B:
+            self._warned = True
+            warnings.warn(
+                f"prior_filter: a budget of {N} rollouts in groups of {self.group} reaches all "
+                f"{B} questions, so it filters none and allocates as uniform does. Give it more "
+                f"questions than budget/group: a pool (pool_size 2·B in adaroll's trainers; in "
+                "TRL twice the prompts a batch with half the num_generations) or a smaller "
+                "budget per question",
+                stacklevel=2,
+            )
 
     def filtered(self, alpha: NDArray[np.float64], beta: NDArray[np.float64]) -> NDArray[np.bool_]:
         """Which questions the prior calls hopeless or solved."""

@@ -167,6 +167,22 @@ def test_prior_filter_spends_the_budget_when_too_few_are_kept():
     assert int(counts.sum()) == 8
 
 
+def test_prior_filter_warns_once_when_it_cannot_filter():
+    """With as many groups as questions it is uniform: a user without a pool is told so, once;
+    with a pool (more questions than budget/group) it is silent."""
+    import warnings
+
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=4, budget=16, round_size=16)
+    with pytest.warns(UserWarning, match="reaches all 4 questions.*pool_size 2·B"):
+        alloc = agents.make_allocator("prior_filter", env, group=4)  # built from an env: reset
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        alloc.reset(env.unwrapped.params, seed=1)  # once per allocator
+        pooled = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=8, budget=16,
+                          round_size=16)  # fmt: skip
+        agents.make_allocator("prior_filter", pooled, group=4).reset(pooled.unwrapped.params)
+
+
 def test_prior_filter_refuses_a_bad_threshold():
     with pytest.raises(ValueError, match="threshold must be in"):
         from agents.baselines import PriorFilterAllocator
