@@ -141,7 +141,7 @@ class PriorFilterAllocator(BaseAllocator):
             warnings.warn(
                 f"prior_filter: a budget of {N} rollouts in groups of {self.group} reaches all "
                 f"{B} questions, so it filters none and allocates as uniform does. Give it more "
-                f"questions than budget/group: a pool (pool_size 2·B in adaroll's trainers; in "
+                "questions than budget/group: a pool (pool_size 2·B in adaroll's trainers; in "
                 "TRL twice the prompts a batch with half the num_generations) or a smaller "
                 "budget per question",
                 stacklevel=2,
