@@ -324,3 +324,15 @@ def test_paired_pass_k_and_signs_by_hand() -> None:
     assert row["signs_pass_k"] == "1/1/1" and row["paired_seeds"] == 3
     assert row["rollouts_ratio_ci95_low"] is None  # seed 1 never reached 0.3: no interval
     assert row["rollouts_ratio"] is None and row["paired_reached"] == 2
+
+
+def test_reach_ratios_divide_by_the_baselines_own_and_keep_unreached_as_none():
+    from trainers.experiments.statistics import reach_ratios
+
+    p = {
+        "rollouts_to_base_final": [300.0, None, 200.0],
+        "base_rollouts_to_final": [400.0, 500.0, 100.0],
+    }
+    assert reach_ratios(p) == [0.75, None, 2.0]
+    with pytest.raises(ValueError):  # seeds must pair up
+        reach_ratios({"rollouts_to_base_final": [1.0], "base_rollouts_to_final": [1.0, 2.0]})
