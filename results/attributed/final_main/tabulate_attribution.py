@@ -8,10 +8,12 @@ reading rule names, paired by seed, with ``adaroll compete``'s own statistics
 - whether ``bamdp`` beats the best heuristics: ``bamdp`` against ``knowledge_gradient`` and
   ``greso``.
 
-    python results/attributed/final_main/tabulate_attribution.py [EVIDENCE]
+    python results/attributed/final_main/tabulate_attribution.py [EVIDENCE ...]
 
 EVIDENCE: a final's evidence folder (default: the main cell's, ``final_main/evidence``), e.g.
-``results/attributed/cell_arith_qwen3/final``.
+``results/attributed/cell_arith_qwen3/final``. Several folders of the same final (more seeds run
+later, as ``final_main/more_seeds``) are read as one: their runs are joined by seed, and a seed
+found in two folders is refused. A comparison is paired over the seeds both entrants have.
 """
 
 from __future__ import annotations
@@ -33,9 +35,19 @@ COMPARISONS = [
 ]
 
 
-def runs_of(evidence: Path, name: str) -> list[dict[str, Any]]:
-    """The finished runs of entrant ``name`` in the evidence folder, by seed."""
-    return load_entrant_runs(evidence / "runs" / name)[0]
+def runs_of(evidence: Path | list[Path], name: str) -> list[dict[str, Any]]:
+    """The finished runs of entrant ``name`` in the evidence folder(s), by seed."""
+    folders = [evidence] if isinstance(evidence, Path) else evidence
+    by_seed: dict[int, dict[str, Any]] = {}
+    for folder in folders:
+        for run in load_entrant_runs(folder / "runs" / name)[0]:
+            if run["seed"] in by_seed:
+                raise SystemExit(
+                    f"seed {run['seed']} of {name} is in two evidence folders (the second: "
+                    f"{folder}): give each seed's folder once"
+                )
+            by_seed[run["seed"]] = run
+    return [by_seed[s] for s in sorted(by_seed)]
 
 
 def cell(p: dict[str, Any], key: str) -> str:
@@ -47,8 +59,8 @@ def cell(p: dict[str, Any], key: str) -> str:
     return f"{mean:+.1f} ± {half:.1f} | {w}/{t}/{losses}"
 
 
-def main(evidence: Path = EVIDENCE) -> None:
-    """Print the table of the final whose evidence is in ``evidence``."""
+def main(evidence: Path | list[Path] = EVIDENCE) -> None:
+    """Print the table of the final whose evidence is in ``evidence`` (one folder or several)."""
     print(
         "| what | entrant − reference | seeds | Δ final pass@1, pts (95 % CI) | W/T/L "
         "| Δ final pass@8, pts | W/T/L | Δ AUC, pts | W/T/L |"
@@ -61,4 +73,4 @@ def main(evidence: Path = EVIDENCE) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else EVIDENCE)
+    main([Path(a) for a in sys.argv[1:]] if len(sys.argv) > 1 else EVIDENCE)
