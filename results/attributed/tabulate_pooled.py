@@ -14,6 +14,10 @@ ratios, a pair that never reached the target counted as larger than any
 (``censored_median``), with its bootstrap interval (``inf``: not reached). A final whose
 evidence is not committed yet is listed as such.
 
+Last, the rule for the recommended default (``README.md``, written 2026-12-07 00:21 UTC; this
+reading of it added at 03:10 UTC, before the spell cell's final was read): each of its three
+conditions with its number, and the verdict, given only once the spell cell's final is complete.
+
     python results/attributed/tabulate_pooled.py
 """
 
@@ -44,6 +48,8 @@ FINALS = {
 }
 ENTRANTS = ("prior_filter", "bamdp", "knowledge_gradient", "greso")
 BASE = "uniform"
+#: the cell the default rule reads alone (a dataset without never-solved levels)
+SPELL = "spell_backward × qwen3"
 
 
 def runs_of(final: Path, name: str) -> list[dict[str, Any]]:
@@ -124,6 +130,59 @@ def main() -> None:
             f"| `{name}` | {sum(acc['cells_up'])} of {len(acc['cells_up'])} | {len(acc['final'])} "
             f"| {pm(acc['final'])} | {pm(acc['auc'])} | {ratio_s} | {med_s} |"
         )
+    print()
+    default_rule(present)
+
+
+def default_rule(present: dict[str, Path]) -> None:
+    """The rule for the recommended default (``README.md``): ``prior_filter`` becomes the default
+    if, pooled by (cell, seed) pairs over the complete finals, (1) its Δ AUC against ``uniform``
+    has a 95 % interval above 0, (2) its mean Δ final pass@1 against ``uniform`` is positive and
+    (3) its mean Δ final pass@1 against ``bamdp`` is ≥ 0, pooled and on the spell cell alone.
+    The verdict is printed only once the spell cell's final is complete."""
+    vs_uniform: dict[str, list[float]] = {"final": [], "auc": []}
+    vs_bamdp: list[float] = []
+    vs_bamdp_spell: list[float] = []
+    for cell, f in present.items():
+        p = paired(runs_of(f, BASE), runs_of(f, "prior_filter"))
+        vs_uniform["final"] += p["delta_final"]
+        vs_uniform["auc"] += p["delta_auc"]
+        q = paired(runs_of(f, "bamdp"), runs_of(f, "prior_filter"))
+        vs_bamdp += q["delta_final"]
+        if cell == SPELL:
+            vs_bamdp_spell += q["delta_final"]
+    print(f"The default rule (`README.md`), over {len(present)} complete final(s):")
+    auc_mean, auc_half = mean_ci(vs_uniform["auc"]) if vs_uniform["auc"] else (math.nan, math.nan)
+    checks = [
+        (
+            "(1) `prior_filter` − `uniform`, pooled Δ AUC: 95 % interval above 0",
+            f"{pm(vs_uniform['auc'])}",
+            auc_mean - auc_half > 0,
+        ),
+        (
+            "(2) `prior_filter` − `uniform`, pooled mean Δ final pass@1 > 0",
+            f"{pm(vs_uniform['final'])}",
+            bool(vs_uniform["final"]) and sum(vs_uniform["final"]) > 0,
+        ),
+        (
+            "(3) `prior_filter` − `bamdp`, pooled mean Δ final pass@1 ≥ 0",
+            f"{pm(vs_bamdp)}",
+            bool(vs_bamdp) and sum(vs_bamdp) >= 0,
+        ),
+        (
+            "(3) `prior_filter` − `bamdp` on the spell cell, mean Δ final pass@1 ≥ 0",
+            f"{pm(vs_bamdp_spell)}",
+            bool(vs_bamdp_spell) and sum(vs_bamdp_spell) >= 0,
+        ),
+    ]
+    for what, value, ok in checks:
+        print(f"- {what}: {value} (pts | W/T/L) → {'holds' if ok else 'does not hold'}")
+    if SPELL not in present:
+        print("- verdict: not yet (the spell cell's final is not complete)")
+    elif all(ok for _, _, ok in checks):
+        print("- verdict: `prior_filter` with a pool of 2·B becomes the recommended default")
+    else:
+        print("- verdict: `bamdp` stays the recommended default")
 
 
 if __name__ == "__main__":
