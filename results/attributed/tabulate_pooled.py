@@ -134,12 +134,14 @@ def main() -> None:
     default_rule(present)
 
 
-def default_rule(present: dict[str, Path]) -> None:
+def default_rule(present: dict[str, Path]) -> tuple[list[tuple[str, str, bool]], bool | None]:
     """The rule for the recommended default (``README.md``): ``prior_filter`` becomes the default
     if, pooled by (cell, seed) pairs over the complete finals, (1) its Δ AUC against ``uniform``
     has a 95 % interval above 0, (2) its mean Δ final pass@1 against ``uniform`` is positive and
     (3) its mean Δ final pass@1 against ``bamdp`` is ≥ 0, pooled and on the spell cell alone.
-    The verdict is printed only once the spell cell's final is complete."""
+    Prints each condition and the verdict, given only once the spell cell's final is complete;
+    returns the conditions (what, value, holds) and the verdict (``True``: ``prior_filter``
+    becomes the default, ``False``: ``bamdp`` stays, ``None``: not yet)."""
     vs_uniform: dict[str, list[float]] = {"final": [], "auc": []}
     vs_bamdp: list[float] = []
     vs_bamdp_spell: list[float] = []
@@ -177,12 +179,14 @@ def default_rule(present: dict[str, Path]) -> None:
     ]
     for what, value, ok in checks:
         print(f"- {what}: {value} (pts | W/T/L) → {'holds' if ok else 'does not hold'}")
-    if SPELL not in present:
+    verdict = None if SPELL not in present else all(ok for _, _, ok in checks)
+    if verdict is None:
         print("- verdict: not yet (the spell cell's final is not complete)")
-    elif all(ok for _, _, ok in checks):
+    elif verdict:
         print("- verdict: `prior_filter` with a pool of 2·B becomes the recommended default")
     else:
         print("- verdict: `bamdp` stays the recommended default")
+    return checks, verdict
 
 
 if __name__ == "__main__":

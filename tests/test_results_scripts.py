@@ -1,0 +1,134 @@
+"""The results scripts that decide something: the default rule of
+``results/attributed/tabulate_pooled.py`` and the joining of evidence folders by seed in
+``results/attributed/final_main/tabulate_attribution.py``, on small run fixtures."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(relative: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(Path(relative).stem, ROOT / relative)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pooled = _load("results/attributed/tabulate_pooled.py")
+attribution = _load("results/attributed/final_main/tabulate_attribution.py")
+
+
+def _run(folder: Path, entrant: str, seed: int, curve: list[float]) -> None:
+    """One finished run: pass@1 ``curve`` at 0, 100, 200, ... rollouts."""
+    d = folder / "runs" / entrant / f"seed{seed}"
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({"minutes": 1.0, "stopped_by": "steps"}))
+    evals = [{"step": i, "rollouts_total": 100 * i, "pass@1": a, "pass@8": min(1.0, 2 * a)}
+             for i, a in enumerate(curve)]  # fmt: skip
+    (d / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    (d / "metrics.jsonl").write_text(json.dumps({"step": 1, "step_seconds": 0.5}) + "\n")
+
+
+def _final(folder: Path, curves: dict[str, list[list[float]]]) -> Path:
+    """A final's evidence: ``curves[entrant][seed]`` is that run's pass@1 curve."""
+    folder.mkdir(parents=True)
+    seeds = {len(c) for c in curves.values()}
+    assert len(seeds) == 1
+    config = {"seeds": seeds.pop(), "resolved_entrants": [{"name": n} for n in curves]}
+    (folder / "config.json").write_text(json.dumps(config))
+    for name, per_seed in curves.items():
+        for seed, curve in enumerate(per_seed):
+            _run(folder, name, seed, curve)
+    return folder
+
+
+def _cell(prior_filter: list[float], bamdp: list[float]) -> dict[str, list[list[float]]]:
+    """Three seeds: ``uniform`` climbs 0.30 → 0.40, the others by the final values given."""
+    return {
+        "uniform": [[0.30, 0.35, 0.40]] * 3,
+        "prior_filter": [[0.30, 0.38, f] for f in prior_filter],
+        "bamdp": [[0.30, 0.37, f] for f in bamdp],
+    }
+
+
+def test_the_default_rule_holds_only_when_every_condition_does(tmp_path: Path) -> None:
+    main = _final(tmp_path / "main", _cell([0.42, 0.43, 0.41], [0.41, 0.41, 0.41]))
+    spell = _final(tmp_path / "spell", _cell([0.42, 0.41, 0.42], [0.41, 0.41, 0.41]))
+    assert pooled.complete(main) and pooled.complete(spell)
+    checks, verdict = pooled.default_rule({"main": main, pooled.SPELL: spell})
+    assert [ok for *_, ok in checks] == [True] * 4 and verdict is True
+    # every value read is printed with its sign count
+    assert checks[1][1].startswith("+1.8 ± ") and checks[1][1].endswith("| 6/0/0")
+
+    # the spell cell alone: `bamdp` ahead there although `prior_filter` leads pooled
+    spell_lost = _final(tmp_path / "spell2", _cell([0.42, 0.41, 0.42], [0.44, 0.44, 0.44]))
+    main_far = _final(tmp_path / "main2", _cell([0.50, 0.50, 0.50], [0.41, 0.41, 0.41]))
+    checks, verdict = pooled.default_rule({"main": main_far, pooled.SPELL: spell_lost})
+    assert [ok for *_, ok in checks] == [True, True, True, False] and verdict is False
+
+    # an AUC interval that reaches 0 fails (1) although the mean is positive
+    noisy = _cell([0.41, 0.41, 0.41], [0.40, 0.40, 0.40])
+    noisy["prior_filter"] = [[0.30, 0.45, 0.41], [0.30, 0.30, 0.41], [0.30, 0.31, 0.41]]
+    spell_noisy = _final(tmp_path / "spell3", noisy)
+    checks, verdict = pooled.default_rule({pooled.SPELL: spell_noisy})
+    assert [ok for *_, ok in checks] == [False, True, True, True] and verdict is False
+
+
+def test_no_verdict_before_the_spell_final_is_complete(tmp_path: Path) -> None:
+    main = _final(tmp_path / "main", _cell([0.42, 0.43, 0.41], [0.41, 0.41, 0.41]))
+    checks, verdict = pooled.default_rule({"main": main})
+    assert verdict is None and checks[3][2] is False  # no spell pairs to read yet
+    spell = _final(tmp_path / "spell", _cell([0.42, 0.41, 0.42], [0.41, 0.41, 0.41]))
+    (spell / "runs" / "bamdp" / "seed2" / "summary.json").write_text(
+        json.dumps({"steps": 7, "stopped_by": "SIGTERM"})
+    )  # stopped, so the final is still running
+    assert not pooled.complete(spell)
+    assert not pooled.complete(tmp_path / "nowhere")
+
+
+def test_main_lists_incomplete_finals_and_prints_the_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cells = {c: _cell([0.42, 0.43, 0.41], [0.41, 0.41, 0.41]) for c in ("a", "s")}
+    for cells_curves in cells.values():
+        cells_curves["knowledge_gradient"] = cells_curves["greso"] = cells_curves["bamdp"]
+    finals = {
+        "a": _final(tmp_path / "a", cells["a"]),
+        pooled.SPELL: _final(tmp_path / "s", cells["s"]),
+        "later": tmp_path / "later",
+    }
+    monkeypatch.setattr(pooled, "HERE", tmp_path)
+    monkeypatch.setattr(pooled, "FINALS", finals)
+    pooled.main()
+    out = capsys.readouterr().out
+    assert "- later: final not complete yet (`later/`)" in out
+    assert "| `prior_filter` | 2 of 2 | 6 | +2.0 ± " in out
+    assert "verdict: `prior_filter` with a pool of 2·B becomes the recommended default" in out
+
+
+def test_attribution_joins_evidence_folders_by_seed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = tmp_path / "evidence"
+    later = tmp_path / "more_seeds"
+    for seed in (0, 1):
+        _run(first, "uniform", seed, [0.3, 0.4])
+        _run(first, "prior_filter", seed, [0.3, 0.5])
+    for seed in (3, 2):
+        _run(later, "uniform", seed, [0.3, 0.4])
+        _run(later, "prior_filter", seed, [0.3, 0.35])
+    joined = attribution.runs_of([first, later], "prior_filter")
+    assert [r["seed"] for r in joined] == [0, 1, 2, 3]
+    attribution.main([first, later])
+    row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("| the priors"))
+    assert "| 4 | +2.5 ± " in row and "| 2/0/2 |" in row  # two +10, two −5 points
+    with pytest.raises(SystemExit, match="seed 0 of uniform is in two evidence folders"):
+        attribution.runs_of([first, first], "uniform")
