@@ -106,9 +106,13 @@ class PriorFilterAllocator(BaseAllocator):
     ``prior_beta``: in training, its own decayed history over its group's fitted prior), a group
     of ``group`` rollouts is all wrong with probability ≥ ``threshold`` (hopeless) or all right
     with probability ≥ ``threshold`` (solved) — ``degenerate_probabilities``. The budget goes in
-    groups of ``group`` to the kept questions in their order (the data order: the first ones of
-    the pool), as many groups as it pays for; when too few are kept, the filtered questions with
-    the lowest probability of a degenerate group take the rest, so the budget is always spent.
+    groups of ``group`` to the kept questions in an order drawn at ``reset`` from its seed, as
+    many groups as it pays for; when too few are kept, the filtered questions with the lowest
+    probability of a degenerate group take the rest, so the budget is always spent. (Until
+    2026-12-07 the kept questions were taken in the order given, the first ones first; adaroll's
+    trainer hands a pool over sorted by prompt id, so a run trained on the low ids only: on the
+    spell cell about 5,700 of 10,000 training prompts. ``results/attributed/README.md`` says
+    what that changed.)
     It never looks at this step's outcomes (the plan is the same at every decision of a step),
     so one round suffices (``one_round``: the trainers' default rounds give it one); it reads
     beliefs, so it is ``adaptive`` for the trainer, which then offers it a pool (``pool_size`` >
@@ -136,6 +140,9 @@ class PriorFilterAllocator(BaseAllocator):
         of ``group``: then nothing can be filtered and the allocation is ``uniform``'s."""
         super().reset(params, seed=seed)
         B, N = params.num_questions, params.total_budget
+        #: rank of each question among the kept ones: random, so that no position of the pool
+        #: (a trainer's pool is sorted by prompt id) is favoured over a run
+        self._order = self.rng.permutation(B)
         if not self._warned and N // self.group >= B:
             self._warned = True
             warnings.warn(
@@ -153,15 +160,17 @@ class PriorFilterAllocator(BaseAllocator):
         return np.asarray((wrong >= self.threshold) | (right >= self.threshold), dtype=bool)
 
     def plan(self, b: Beliefs) -> NDArray[np.int64]:
-        """Final group sizes: ``group`` each to the kept questions in order, the rest of the
-        budget to the least degenerate filtered ones; never below what a question has."""
+        """Final group sizes: ``group`` each to the kept questions in this episode's random
+        order, the rest of the budget to the least degenerate filtered ones; never below what a
+        question has."""
         p = self.params
         a0, b0 = b.prior_alpha, b.prior_beta
         wrong, right = degenerate_probabilities(a0, b0, self.group)
         degenerate = np.maximum(wrong, right)
         skip = degenerate >= self.threshold
-        # kept first (in order), then filtered by increasing chance of a degenerate group
-        order = np.lexsort((np.where(skip, degenerate, 0.0), skip))
+        # kept first (in the random order), then filtered by increasing chance of a degenerate
+        # group (ties in the random order too)
+        order = np.lexsort((self._order, np.where(skip, degenerate, 0.0), skip))
         target = b.rollouts.copy()
         left = p.total_budget - int(target.sum())
         for i in order.tolist():

@@ -136,15 +136,22 @@ def test_degenerate_probabilities_match_the_beta_binomial():
     assert wrong[0] == pytest.approx(1 / 6) and right[0] == pytest.approx(1 / 2)
 
 
-def test_prior_filter_gives_groups_to_the_kept_questions_in_order():
+def test_prior_filter_gives_groups_to_kept_questions_only_in_a_seeded_order():
     # 6 questions, budget 3 groups of 4: question 1 is hopeless, 3 solved; the rest are kept
     alpha = [1.0, 0.02, 1.0, 50.0, 1.0, 1.0]
     beta = [1.0, 40.0, 1.0, 0.02, 1.0, 1.0]
     env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=6, budget=12, round_size=12)
     alloc = agents.make_allocator("prior_filter", env, group=4)
-    alloc.reset(env.unwrapped.params, seed=0)
-    counts = alloc.allocate(_rounds_obs(alpha, beta, 12))
-    assert counts.tolist() == [4, 0, 4, 0, 4, 0]
+    picked = []
+    for seed in range(40):
+        alloc.reset(env.unwrapped.params, seed=seed)
+        counts = alloc.allocate(_rounds_obs(alpha, beta, 12))
+        assert sorted(counts.tolist()) == [0, 0, 0, 4, 4, 4]
+        assert counts[1] == counts[3] == 0  # the filtered never get a group here
+        picked.append(tuple(np.flatnonzero(counts)))
+        alloc.reset(env.unwrapped.params, seed=seed)  # the same seed, the same choice
+        assert tuple(np.flatnonzero(alloc.allocate(_rounds_obs(alpha, beta, 12)))) == picked[-1]
+    assert len(set(picked)) == 4  # every 3 of the 4 kept questions, not always the first
     assert alloc.filtered(np.array(alpha), np.array(beta)).tolist() == [
         False,
         True,
@@ -153,6 +160,22 @@ def test_prior_filter_gives_groups_to_the_kept_questions_in_order():
         False,
         False,
     ]
+
+
+def test_prior_filter_favours_no_position_of_the_pool():
+    """A trainer's pool is sorted by prompt id: with nothing filtered, every position must be
+    picked about as often, or a run trains on the low ids only (as before 2026-12-07)."""
+    n, groups = 16, 8
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=n, budget=4 * groups,
+                   round_size=4 * groups)  # fmt: skip
+    alloc = agents.make_allocator("prior_filter", env, group=4)
+    hits = np.zeros(n)
+    for seed in range(400):
+        alloc.reset(env.unwrapped.params, seed=seed)
+        hits += alloc.allocate(_rounds_obs([1.0] * n, [1.0] * n, 4 * groups)) > 0
+    share = hits / 400
+    assert share[: n // 2].mean() == pytest.approx(0.5, abs=0.05)
+    assert share[n // 2 :].mean() == pytest.approx(0.5, abs=0.05)
 
 
 def test_prior_filter_spends_the_budget_when_too_few_are_kept():
