@@ -1,0 +1,13 @@
+#!/bin/bash
+# Issue 25, cell rg:spell_backward x qwen3: the fixed prior_filter (entrants.yaml), seeds 0-2, as
+# the final (../final.sh: 1,000 steps, test split x 8 every 250 steps). Rerun to resume.
+# Finished runs are kept in ./evidence as they finish (commit it). Read: python tabulate.py.
+set -e
+PY="${PY:-.venv/bin/python}"
+bash results/attributed/cell_spell_qwen3/warm_start.sh
+$PY -m trainers.cli compete --entrants results/attributed/cell_spell_qwen3/prior_filter_fix/entrants.yaml \
+  --task 'rg:spell_backward?min_word_len=3&max_word_len=8&num_train=10000' --model runs/testbed/spell-qwen3/warm_start --max-completion-length 10 \
+  --seeds 3 --first-seed 0 --steps 1000 --eval-split test \
+  --eval-every 250 --eval-size none --eval-k 8 --save-minutes 10 \
+  --workers 2 --threads 1 --no-progress --out runs/attributed/cell_spell_qwen3/prior_filter_fix \
+  --evidence results/attributed/cell_spell_qwen3/prior_filter_fix/evidence "$@"

@@ -1,0 +1,63 @@
+"""The fixed ``prior_filter`` on the spell cell (``evidence/``) against the final's entrants of
+the same seeds (``../final/``): paired differences with ``adaroll compete``'s statistics, and
+final test pass@1 per difficulty level (word length 3-8) for each.
+
+    python results/attributed/cell_spell_qwen3/prior_filter_fix/tabulate.py
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from trainers.experiments.statistics import load_entrant_runs, paired
+
+HERE = Path(__file__).parent
+FINAL = HERE.parent / "final" / "runs"
+FIXED = "prior_filter (fixed)"
+
+
+def runs() -> dict[str, list[dict[str, Any]]]:
+    """Each entrant's finished runs: the final's, and the fixed ``prior_filter`` under its own
+    name."""
+    out = {n: load_entrant_runs(FINAL / n)[0] for n in ("uniform", "prior_filter", "bamdp")}
+    out[FIXED] = load_entrant_runs(HERE / "evidence" / "runs" / "prior_filter")[0]
+    return out
+
+
+def cell(p: dict[str, Any], key: str) -> str:
+    """``mean ± half-width`` in points and the W/T/L sign count of ``key``."""
+    mean, half = 100 * p[f"delta_{key}_mean"], 100 * p[f"delta_{key}_ci95"]
+    if not math.isfinite(mean):
+        return "— | —"
+    w, t, losses = p[f"signs_{key}"]
+    return f"{mean:+.1f} ± {half:.1f} | {w}/{t}/{losses}"
+
+
+def main() -> None:
+    """Print the paired table and the per-level table."""
+    r = runs()
+    print(
+        "| entrant − reference | seeds | Δ final pass@1, pts (95 % CI) | W/T/L "
+        "| Δ final pass@8, pts | W/T/L | Δ AUC, pts | W/T/L |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for ref in ("uniform", "prior_filter", "bamdp"):
+        p = paired(r[ref], r[FIXED])
+        cells = " | ".join(cell(p, k) for k in ("final", "pass_k", "auc"))
+        print(f"| `{FIXED}` − `{ref}` | {len(p['seeds'])} | {cells} |")
+    print()
+    levels = sorted(k for k in r["uniform"][0]["eval"][-1] if k.startswith("pass@1/level"))
+    print("| entrant | " + " | ".join(k.split("/")[1] for k in levels) + " | all |")
+    print("|---|" + "---:|" * (len(levels) + 1))
+    for name, rs in r.items():
+        if not rs:
+            continue
+        row = [100 * statistics.mean(x["eval"][-1][k] for x in rs) for k in levels + ["pass@1"]]
+        print(f"| `{name}` ({len(rs)} seeds) | " + " | ".join(f"{v:.1f}" for v in row) + " |")
+
+
+if __name__ == "__main__":
+    main()
