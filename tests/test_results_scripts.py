@@ -132,3 +132,20 @@ def test_attribution_joins_evidence_folders_by_seed(
     assert "| 4 | +2.5 ± " in row and "| 2/0/2 |" in row  # two +10, two −5 points
     with pytest.raises(SystemExit, match="seed 0 of uniform is in two evidence folders"):
         attribution.runs_of([first, first], "uniform")
+
+
+def test_the_fixed_prior_filter_is_paired_with_the_finals_entrants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fix = _load("results/attributed/tabulate_fix.py")
+    cell = tmp_path / "cell"
+    _final(cell / "final", _cell([0.38, 0.38, 0.38], [0.39, 0.39, 0.39]))
+    with pytest.raises(SystemExit, match="no finished run of the fixed prior_filter"):
+        fix.main(cell)
+    for seed, last in enumerate((0.42, 0.41, 0.43)):
+        _run(cell / "prior_filter_fix" / "evidence", "prior_filter", seed, [0.30, 0.36, last])
+    fix.main(cell)
+    out = capsys.readouterr().out
+    assert "| `prior_filter (fixed)` − `uniform` | 3 | +2.0 ± " in out
+    assert "| `prior_filter (fixed)` − `prior_filter` | 3 | +4.0 ± " in out
+    assert "| `prior_filter (fixed)` (3 seeds) | 42.0 |" in out  # mean final pass@1

@@ -1,29 +1,33 @@
-"""The fixed ``prior_filter`` on the spell cell (``evidence/``) against the final's entrants of
-the same seeds (``../final/``): paired differences with ``adaroll compete``'s statistics, and
-final test pass@1 per difficulty level (word length 3-8) for each.
+"""A cell's fixed ``prior_filter`` (``<cell>/prior_filter_fix/evidence/``, rerun after the fix
+of 2026-12-07 that takes the kept prompts in a seeded random order instead of the pool's first
+ones) against the cell's final entrants of the same seeds (``<cell>/final/``): paired
+differences with ``adaroll compete``'s statistics, and final test pass@1 per difficulty level.
 
-    python results/attributed/cell_spell_qwen3/prior_filter_fix/tabulate.py
+    python results/attributed/tabulate_fix.py cell_spell_qwen3
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
 from trainers.experiments.statistics import load_entrant_runs, paired
 
 HERE = Path(__file__).parent
-FINAL = HERE.parent / "final" / "runs"
 FIXED = "prior_filter (fixed)"
 
 
-def runs() -> dict[str, list[dict[str, Any]]]:
+def runs(folder: Path) -> dict[str, list[dict[str, Any]]]:
     """Each entrant's finished runs: the final's, and the fixed ``prior_filter`` under its own
     name."""
-    out = {n: load_entrant_runs(FINAL / n)[0] for n in ("uniform", "prior_filter", "bamdp")}
-    out[FIXED] = load_entrant_runs(HERE / "evidence" / "runs" / "prior_filter")[0]
+    final = folder / "final" / "runs"
+    out = {n: load_entrant_runs(final / n)[0] for n in ("uniform", "prior_filter", "bamdp")}
+    out[FIXED] = load_entrant_runs(
+        folder / "prior_filter_fix" / "evidence" / "runs" / "prior_filter"
+    )[0]
     return out
 
 
@@ -36,9 +40,11 @@ def cell(p: dict[str, Any], key: str) -> str:
     return f"{mean:+.1f} ± {half:.1f} | {w}/{t}/{losses}"
 
 
-def main() -> None:
-    """Print the paired table and the per-level table."""
-    r = runs()
+def main(folder: Path) -> None:
+    """Print the paired table and the per-level table of the cell in ``folder``."""
+    r = runs(folder)
+    if not r[FIXED]:
+        raise SystemExit(f"no finished run of the fixed prior_filter in {folder}/prior_filter_fix")
     print(
         "| entrant − reference | seeds | Δ final pass@1, pts (95 % CI) | W/T/L "
         "| Δ final pass@8, pts | W/T/L | Δ AUC, pts | W/T/L |"
@@ -55,9 +61,13 @@ def main() -> None:
     for name, rs in r.items():
         if not rs:
             continue
-        row = [100 * statistics.mean(x["eval"][-1][k] for x in rs) for k in levels + ["pass@1"]]
+        row = [100 * statistics.mean(x["eval"][-1][k] for x in rs) for k in [*levels, "pass@1"]]
         print(f"| `{name}` ({len(rs)} seeds) | " + " | ".join(f"{v:.1f}" for v in row) + " |")
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) != 2:
+        raise SystemExit(
+            "usage: python results/attributed/tabulate_fix.py CELL (e.g. cell_spell_qwen3)"
+        )
+    main(HERE / sys.argv[1])
