@@ -149,3 +149,22 @@ def test_the_fixed_prior_filter_is_paired_with_the_finals_entrants(
     assert "| `prior_filter (fixed)` − `uniform` | 3 | +2.0 ± " in out
     assert "| `prior_filter (fixed)` − `prior_filter` | 3 | +4.0 ± " in out
     assert "| `prior_filter (fixed)` (3 seeds) | 42.0 |" in out  # mean final pass@1
+
+
+def test_attribution_reads_an_entrant_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, later, fixed = tmp_path / "evidence", tmp_path / "more_seeds", tmp_path / "fix"
+    for seed in (0, 1):
+        _run(first, "uniform", seed, [0.3, 0.4])
+        _run(first, "prior_filter", seed, [0.3, 0.2])  # the old runs, not to be read
+        _run(fixed, "prior_filter", seed, [0.3, 0.45])
+    for seed in (2, 3):
+        _run(later, "uniform", seed, [0.3, 0.4])
+        _run(later, "prior_filter", seed, [0.3, 0.45])
+    args = [str(first), str(later), f"prior_filter={fixed}", f"prior_filter={later}"]
+    evidence, apart = attribution.parse(args)
+    assert evidence == [first, later] and apart == {"prior_filter": [fixed, later]}
+    attribution.main(evidence, apart)
+    row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("| the priors"))
+    assert "| 4 | +5.0 ± 0.0 | 4/0/0 |" in row

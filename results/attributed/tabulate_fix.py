@@ -1,6 +1,7 @@
 """A cell's fixed ``prior_filter`` (``<cell>/prior_filter_fix/evidence/``, rerun after the fix
 of 2026-12-07 that takes the kept prompts in a seeded random order instead of the pool's first
-ones) against the cell's final entrants of the same seeds (``<cell>/final/``): paired
+ones) against the cell's final entrants of the same seeds (``<cell>/final/``, the main cell's
+``final_main/evidence/``): paired
 differences with ``adaroll compete``'s statistics, and final test pass@1 per difficulty level.
 
     python results/attributed/tabulate_fix.py cell_spell_qwen3
@@ -24,6 +25,8 @@ def runs(folder: Path) -> dict[str, list[dict[str, Any]]]:
     """Each entrant's finished runs: the final's, and the fixed ``prior_filter`` under its own
     name."""
     final = folder / "final" / "runs"
+    if not final.is_dir():  # the main cell keeps its final's runs in evidence/
+        final = folder / "evidence" / "runs"
     out = {n: load_entrant_runs(final / n)[0] for n in ("uniform", "prior_filter", "bamdp")}
     out[FIXED] = load_entrant_runs(
         folder / "prior_filter_fix" / "evidence" / "runs" / "prior_filter"

@@ -8,12 +8,14 @@ reading rule names, paired by seed, with ``adaroll compete``'s own statistics
 - whether ``bamdp`` beats the best heuristics: ``bamdp`` against ``knowledge_gradient`` and
   ``greso``.
 
-    python results/attributed/final_main/tabulate_attribution.py [EVIDENCE ...]
+    python results/attributed/final_main/tabulate_attribution.py [EVIDENCE ...] [NAME=EVIDENCE ...]
 
 EVIDENCE: a final's evidence folder (default: the main cell's, ``final_main/evidence``), e.g.
 ``results/attributed/cell_arith_qwen3/final``. Several folders of the same final (more seeds run
 later, as ``final_main/more_seeds``) are read as one: their runs are joined by seed, and a seed
-found in two folders is refused. A comparison is paired over the seeds both entrants have.
+found in two folders is refused. ``NAME=EVIDENCE`` reads entrant ``NAME`` from the folders so
+given instead (the fixed ``prior_filter``, rerun apart: ``prior_filter=final_main/prior_filter_fix/
+evidence``). A comparison is paired over the seeds both entrants have.
 """
 
 from __future__ import annotations
@@ -59,18 +61,36 @@ def cell(p: dict[str, Any], key: str) -> str:
     return f"{mean:+.1f} ± {half:.1f} | {w}/{t}/{losses}"
 
 
-def main(evidence: Path | list[Path] = EVIDENCE) -> None:
-    """Print the table of the final whose evidence is in ``evidence`` (one folder or several)."""
+def main(
+    evidence: Path | list[Path] = EVIDENCE, apart: dict[str, list[Path]] | None = None
+) -> None:
+    """Print the table of the final whose evidence is in ``evidence`` (one folder or several);
+    an entrant named in ``apart`` is read from its own folders instead."""
+    apart = apart or {}
     print(
         "| what | entrant − reference | seeds | Δ final pass@1, pts (95 % CI) | W/T/L "
         "| Δ final pass@8, pts | W/T/L | Δ AUC, pts | W/T/L |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for what, entrant, reference in COMPARISONS:
-        p = paired(runs_of(evidence, reference), runs_of(evidence, entrant))
+        p = paired(
+            runs_of(apart.get(reference, evidence), reference),
+            runs_of(apart.get(entrant, evidence), entrant),
+        )
         cells = " | ".join(cell(p, k) for k in ("final", "pass_k", "auc"))
         print(f"| {what} | `{entrant}` − `{reference}` | {len(p['seeds'])} | {cells} |")
 
 
+def parse(args: list[str]) -> tuple[Path | list[Path], dict[str, list[Path]]]:
+    """The command line: evidence folders, and ``NAME=FOLDER`` for an entrant read apart."""
+    folders = [Path(a) for a in args if "=" not in a]
+    apart: dict[str, list[Path]] = {}
+    for a in args:
+        if "=" in a:
+            name, folder = a.split("=", 1)
+            apart.setdefault(name, []).append(Path(folder))
+    return (folders or EVIDENCE), apart
+
+
 if __name__ == "__main__":
-    main([Path(a) for a in sys.argv[1:]] if len(sys.argv) > 1 else EVIDENCE)
+    main(*parse(sys.argv[1:]))
