@@ -168,3 +168,32 @@ def test_attribution_reads_an_entrant_apart(
     attribution.main(evidence, apart)
     row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("| the priors"))
     assert "| 4 | +5.0 ± 0.0 | 4/0/0 |" in row
+
+
+def test_the_second_look_reads_the_fixed_prior_filter_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    curves = _cell([0.38, 0.38, 0.38], [0.41, 0.41, 0.41])  # the old prior_filter: −2 points
+    finals = {
+        "a": _final(tmp_path / "a" / "final", curves),
+        pooled.SPELL: _final(tmp_path / "s" / "final", curves),
+    }
+    for seed in range(3):  # the spell cell's rerun is complete (+3 points), cell a's is not
+        _run(
+            tmp_path / "s" / "prior_filter_fix" / "evidence", "prior_filter", seed, [0.3, 0.4, 0.43]
+        )
+    _run(tmp_path / "a" / "prior_filter_fix" / "evidence", "prior_filter", 0, [0.3, 0.4, 0.43])
+    monkeypatch.setattr(pooled, "HERE", tmp_path)
+    monkeypatch.setattr(pooled, "FINALS", finals)
+    pooled.main(fixed=True)
+    out = capsys.readouterr().out
+    assert (
+        "- a: the fixed `prior_filter` is not complete yet (`a/prior_filter_fix/evidence/`)" in out
+    )
+    assert f"| `prior_filter` | {pooled.SPELL} | 3 | +3.0 ± 0.0 | 3/0/0 |" in out
+    assert "no verdict" in out and "verdict: `bamdp` stays" not in out
+    assert pooled.FIXED is False  # the next reading is the rule's again
+    pooled.main()
+    out = capsys.readouterr().out
+    assert f"| `prior_filter` | {pooled.SPELL} | 3 | -2.0 ± 0.0 | 0/0/3 |" in out
+    assert "verdict: `bamdp` stays the recommended default" in out

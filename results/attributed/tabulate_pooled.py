@@ -18,13 +18,19 @@ Last, the rule for the recommended default (``README.md``, written 2026-12-07 00
 reading of it added at 03:10 UTC, before the spell cell's final was read): each of its three
 conditions with its number, and the verdict, given only once the spell cell's final is complete.
 
-    python results/attributed/tabulate_pooled.py
+With ``--fixed`` (a second look, added 2026-12-07 after the rule was read): ``prior_filter`` is
+read from each cell's rerun with the fix of that day (``<cell>/prior_filter_fix/evidence``; the
+letters cell's final ran the fixed code itself), a cell whose rerun is not complete is left out,
+and the rule's conditions are printed for that reading, never as the rule's verdict.
+
+    python results/attributed/tabulate_pooled.py [--fixed]
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +56,24 @@ ENTRANTS = ("prior_filter", "bamdp", "knowledge_gradient", "greso")
 BASE = "uniform"
 #: the cell the default rule reads alone (a dataset without never-solved levels)
 SPELL = "spell_backward × qwen3"
+FIXED_ENTRANT = "prior_filter"
+#: cells whose final itself ran the fixed ``prior_filter`` (no rerun apart)
+FIXED_IN_FINAL = {"letter_counting × gpt2"}
+#: ``--fixed``: read ``prior_filter`` from the reruns with the fix (set by ``main``)
+FIXED = False
+
+
+def fixed_folder(final: Path) -> Path:
+    """Where a final's fixed ``prior_filter`` rerun keeps its evidence."""
+    return final.parent / "prior_filter_fix" / "evidence"
 
 
 def runs_of(final: Path, name: str) -> list[dict[str, Any]]:
-    """The finished runs of entrant ``name`` in one final's evidence."""
+    """The finished runs of entrant ``name`` in one final's evidence (with ``FIXED``, the
+    fixed ``prior_filter`` from the cell's rerun where the final ran the old code)."""
+    cell = next((c for c, f in FINALS.items() if f == final), None)
+    if FIXED and name == FIXED_ENTRANT and cell not in FIXED_IN_FINAL:
+        return load_entrant_runs(fixed_folder(final) / "runs" / name)[0]
     return load_entrant_runs(final / "runs" / name)[0]
 
 
@@ -82,12 +102,32 @@ def complete(final: Path) -> bool:
     return all(len(runs_of(final, n)) == int(cfg["seeds"]) for n in names)
 
 
-def main() -> None:
-    """Print the per-cell and pooled tables."""
-    present = {cell: f for cell, f in FINALS.items() if complete(f)}
+def main(fixed: bool = False) -> None:
+    """Print the per-cell and pooled tables (``fixed``: with the fixed ``prior_filter``)."""
+    global FIXED
+    present = {cell: f for cell, f in FINALS.items() if complete(f)}  # by the finals' own runs
+    FIXED = fixed
+    try:
+        tables(present, fixed)
+    finally:
+        FIXED = False
+
+
+def tables(present: dict[str, Path], fixed: bool) -> None:
+    """``main``'s tables over the complete finals ``present``."""
     for cell, f in FINALS.items():
         if cell not in present:
             print(f"- {cell}: final not complete yet (`{f.relative_to(HERE)}/`)")
+    if fixed:
+        print(
+            "Second look: `prior_filter` as fixed on 2026-12-07 (reruns apart), "
+            "not the rule's reading."
+        )
+        for cell, f in list(present.items()):
+            if len(runs_of(f, FIXED_ENTRANT)) < len(runs_of(f, BASE)):
+                del present[cell]
+                where = fixed_folder(f).relative_to(HERE)
+                print(f"- {cell}: the fixed `prior_filter` is not complete yet (`{where}/`)")
     print()
     print("| entrant | cell | seeds | Δ final pass@1, pts (95 % CI) | W/T/L | Δ AUC, pts | W/T/L |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -115,6 +155,8 @@ def main() -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, acc in pooled.items():
+        if not acc["final"]:  # no cell has its runs
+            continue
         reach = acc["reach"]
         if reach and all(r is not None for r in reach):
             ratio = sum(reach) / len(reach)
@@ -180,6 +222,9 @@ def default_rule(present: dict[str, Path]) -> tuple[list[tuple[str, str, bool]],
     for what, value, ok in checks:
         print(f"- {what}: {value} (pts | W/T/L) → {'holds' if ok else 'does not hold'}")
     verdict = None if SPELL not in present else all(ok for _, _, ok in checks)
+    if FIXED:
+        print("- (second look with the fixed `prior_filter`: no verdict; the rule read the finals)")
+        return checks, None
     if verdict is None:
         print("- verdict: not yet (the spell cell's final is not complete)")
     elif verdict:
@@ -190,4 +235,4 @@ def default_rule(present: dict[str, Path]) -> tuple[list[tuple[str, str, bool]],
 
 
 if __name__ == "__main__":
-    main()
+    main(fixed="--fixed" in sys.argv[1:])
