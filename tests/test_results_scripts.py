@@ -137,7 +137,7 @@ def test_attribution_joins_evidence_folders_by_seed(
 def test_the_fixed_prior_filter_is_paired_with_the_finals_entrants(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fix = _load("results/attributed/tabulate_fix.py")
+    fix = _load("results/attributed/fixed_prior_filter.py")
     cell = tmp_path / "cell"
     _final(cell / "final", _cell([0.38, 0.38, 0.38], [0.39, 0.39, 0.39]))
     with pytest.raises(SystemExit, match="no finished run of the fixed prior_filter"):

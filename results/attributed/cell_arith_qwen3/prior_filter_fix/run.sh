@@ -2,7 +2,7 @@
 # Issue 25, cell arithmetic x qwen3: the fixed prior_filter (entrants.yaml), seeds 0-2, as the
 # final (../final.sh: 2,000 steps, 400-prompt test split x 8 every 250 steps). Rerun to resume.
 # Finished runs are kept in ./evidence as they finish (commit it).
-# Read: python results/attributed/tabulate_fix.py cell_arith_qwen3.
+# Read: python results/attributed/fixed_prior_filter.py cell_arith_qwen3.
 set -e
 PY="${PY:-.venv/bin/python}"
 bash results/attributed/cell_arith_qwen3/warm_start.sh

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 25, cell rg:spell_backward x qwen3: the fixed prior_filter (entrants.yaml), seeds 0-2, as
 # the final (../final.sh: 1,000 steps, test split x 8 every 250 steps). Rerun to resume.
-# Finished runs are kept in ./evidence as they finish (commit it). Read: python results/attributed/tabulate_fix.py cell_spell_qwen3.
+# Finished runs are kept in ./evidence as they finish (commit it). Read: python results/attributed/fixed_prior_filter.py cell_spell_qwen3.
 set -e
 PY="${PY:-.venv/bin/python}"
 bash results/attributed/cell_spell_qwen3/warm_start.sh

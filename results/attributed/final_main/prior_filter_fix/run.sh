@@ -2,7 +2,7 @@
 # Issue 25's main cell: the fixed prior_filter (entrants.yaml), seeds 0-3, exactly as the final
 # (../final.sh: 4,000 steps, test split x 8 every 500 steps, 400 validation prompts held out,
 # --belief-fit discounted --pilot 0). Rerun to resume; finished runs are kept in ./evidence as
-# they finish (commit it). Read: python results/attributed/tabulate_fix.py final_main.
+# they finish (commit it). Read: python results/attributed/fixed_prior_filter.py final_main.
 set -e
 PY="${PY:-.venv/bin/python}"
 $PY -m trainers.cli compete --entrants results/attributed/final_main/prior_filter_fix/entrants.yaml \

@@ -4,7 +4,7 @@ ones) against the cell's final entrants of the same seeds (``<cell>/final/``, th
 ``final_main/evidence/``): paired
 differences with ``adaroll compete``'s statistics, and final test pass@1 per difficulty level.
 
-    python results/attributed/tabulate_fix.py cell_spell_qwen3
+    python results/attributed/fixed_prior_filter.py cell_spell_qwen3
 """
 
 from __future__ import annotations
@@ -71,6 +71,6 @@ def main(folder: Path) -> None:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit(
-            "usage: python results/attributed/tabulate_fix.py CELL (e.g. cell_spell_qwen3)"
+            "usage: python results/attributed/fixed_prior_filter.py CELL (e.g. cell_spell_qwen3)"
         )
     main(HERE / sys.argv[1])
