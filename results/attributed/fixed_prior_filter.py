@@ -9,7 +9,6 @@ differences with ``adaroll compete``'s statistics, and final test pass@1 per dif
 
 from __future__ import annotations
 
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -18,6 +17,9 @@ from typing import Any
 from trainers.experiments.statistics import load_entrant_runs, paired
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE / "final_main"))
+from tabulate_attribution import cell  # noqa: E402  (the attribution table's own cells)
+
 FIXED = "prior_filter (fixed)"
 
 
@@ -32,15 +34,6 @@ def runs(folder: Path) -> dict[str, list[dict[str, Any]]]:
         folder / "prior_filter_fix" / "evidence" / "runs" / "prior_filter"
     )[0]
     return out
-
-
-def cell(p: dict[str, Any], key: str) -> str:
-    """``mean ± half-width`` in points and the W/T/L sign count of ``key``."""
-    mean, half = 100 * p[f"delta_{key}_mean"], 100 * p[f"delta_{key}_ci95"]
-    if not math.isfinite(mean):
-        return "— | —"
-    w, t, losses = p[f"signs_{key}"]
-    return f"{mean:+.1f} ± {half:.1f} | {w}/{t}/{losses}"
 
 
 def main(folder: Path) -> None:
