@@ -1228,7 +1228,9 @@ def restore_evidence(cfg: CompeteConfig, jobs: dict[tuple[str, int], GRPOConfig]
     only the committed evidence survived), so that it is not run again. ``jobs``: (entrant,
     seed) -> its run config. A run ``DEST`` holds with other settings than its entrant has now,
     or one that ``--out`` has started while ``DEST`` holds it finished, is refused with the
-    fix. Returns the runs restored, as "entrant seed k"."""
+    fix. ``DEST``'s ``command.txt`` comes along when ``--out`` has none, so that the commands of
+    the earlier starts stay on record when this one's is appended. Returns the runs restored,
+    as "entrant seed k"."""
     from trainers.run.checkpoints import config_changes
 
     if cfg.evidence is None:
@@ -1259,6 +1261,10 @@ def restore_evidence(cfg: CompeteConfig, jobs: dict[tuple[str, int], GRPOConfig]
                 f"remove {kept} to finish this one"
             )
         found.append((f"{name} seed {seed}", kept, run))
+    history = out / COMMAND_FILE
+    if (dest / COMMAND_FILE).is_file() and not history.is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(dest / COMMAND_FILE, history)
     for _, kept, run in found:
         run.mkdir(parents=True, exist_ok=True)
         for file in EVIDENCE_RUN_FILES:

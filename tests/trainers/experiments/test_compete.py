@@ -683,11 +683,16 @@ def test_a_competition_keeps_its_evidence_and_continues_from_it_on_a_fresh_clone
         return [{k: row[k] for k in accuracy} for row in rows]
 
     before = table()
+    starts = (dest / "command.txt").read_text().splitlines()
+    assert len(starts) == 2  # one line per start
     # the session ends: everything but the evidence is gone; seed 1 is lost from it too
     shutil.rmtree(out)
     shutil.rmtree(dest / "runs" / "uniform" / "seed0")
     assert cli(start) == 0
     printed = capsys.readouterr().out
+    # the earlier starts' commands stay on record, this one's appended
+    assert (dest / "command.txt").read_text().splitlines()[:2] == starts
+    assert len((dest / "command.txt").read_text().splitlines()) == 3
     assert "1 already done" in printed
     assert f"restored from the evidence in {dest}: uniform seed 1\n" in printed  # one line
     assert f"log: {out / 'compete.log'}\n" in printed  # the first line is one line too
