@@ -197,3 +197,52 @@ def test_the_second_look_reads_the_fixed_prior_filter_apart(
     out = capsys.readouterr().out
     assert f"| `prior_filter` | {pooled.SPELL} | 3 | -2.0 ± 0.0 | 0/0/3 |" in out
     assert "verdict: `bamdp` stays the recommended default" in out
+
+
+def test_a_cells_reading_from_its_evidence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cell_reading.py``: curves, per-level differences paired by seed, Spearman over the
+    entrants, allocation medians, from a final's evidence alone."""
+    reading = _load("results/attributed/cell_reading.py")
+    evidence = tmp_path / "c" / "final"
+    alloc = {"uniform": 0.001, "a": 0.2, "b": 0.05}
+    for seed, shift in enumerate((0.0, 0.02)):
+        for name, end in (("uniform", 0.40), ("a", 0.44), ("b", 0.42)):
+            d = evidence / "runs" / name / f"seed{seed}"
+            d.mkdir(parents=True)
+            (d / "summary.json").write_text(json.dumps({"stopped_by": "steps"}))
+            evals = [
+                {"step": s, "rollouts_total": 100 * s, "pass@1": a + shift, "pass@8": 0.9 - a,
+                 "pass@1/level0": a + shift, "pass@1/level1": a + 2 * shift}
+                for s, a in ((0, 0.30), (10, end))
+            ]  # fmt: skip
+            (d / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+            steps = [{"step": i, "step_seconds": 1.0, "alloc_seconds": alloc[name] * i,
+                      "alloc_overhead": alloc[name] * i} for i in (1, 2, 3)]  # fmt: skip
+            (d / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in steps))
+    rows = [  # the ordering of a's, b's and uniform's Δ; the mechanism agrees, then reverses
+        {"entrant": "uniform", "delta_auc": None, "delta_final": None, "delta_pass_k": None,
+         "informative_prompts_per_step": 5.0, "gradient_rollouts_per_step": 90.0},
+        {"entrant": "a", "delta_auc": 0.02, "delta_final": 0.04, "delta_pass_k": -0.04,
+         "informative_prompts_per_step": 9.0, "gradient_rollouts_per_step": 10.0},
+        {"entrant": "b", "delta_auc": 0.01, "delta_final": 0.02, "delta_pass_k": -0.02,
+         "informative_prompts_per_step": 7.0, "gradient_rollouts_per_step": 50.0},
+    ]  # fmt: skip
+    summary = {"baseline": "uniform", "runs": {n: [0, 1] for n in alloc}, "rows": rows}
+    (evidence / "summary.json").write_text(json.dumps(summary))
+    monkeypatch.setattr(reading, "HERE", tmp_path)
+    with pytest.raises(SystemExit, match="no tabulated final"):
+        reading.evidence_of("missing")
+    assert reading.evidence_of("c") == evidence
+    _, runs = reading.load(evidence)
+    assert reading.curves_table(runs)[2] == "| `uniform` | 31.0 | 41.0 | 60.0 → 50.0 |"
+    levels = reading.levels_table(runs, "uniform")
+    assert levels[2:4] == ["| `uniform` start (%) | 31.0 | 32.0 |",
+                           "| `uniform` final (%) | 41.0 | 42.0 |"]  # fmt: skip
+    assert levels[4] == "| `a` − `uniform` | +4.0 | +4.0 |"  # paired by seed
+    spearman = reading.spearman_table(summary)
+    assert spearman[2] == "| Δ AUC | +1.00 | -1.00 |"
+    assert spearman[4] == "| Δ final pass@k | -1.00 | +1.00 |"
+    allocation = reading.allocation_table(runs)
+    assert allocation[3] == "| `a` | 0.4000-0.4000 | 40.0 % |"  # the median step of 1, 2, 3
