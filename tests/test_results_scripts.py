@@ -246,3 +246,38 @@ def test_a_cells_reading_from_its_evidence(
     assert spearman[4] == "| Δ final pass@k | -1.00 | +1.00 |"
     allocation = reading.allocation_table(runs)
     assert allocation[3] == "| `a` | 0.4000-0.4000 | 40.0 % |"  # the median step of 1, 2, 3
+
+
+def test_the_loss_control_is_read_at_the_same_step_under_both_losses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``drgrpo/tabulate_loss.py``: the ``dapo`` runs are cut at the ``dr_grpo`` runs' last
+    evaluation (a later difference must not leak in), only the seeds run under ``dr_grpo`` are
+    paired, the fixed ``prior_filter`` is read from its own folder, and a missing one is pending."""
+    loss = _load("results/attributed/drgrpo/tabulate_loss.py")
+    dr = _final(tmp_path / "dr", {
+        "uniform-dr_grpo": [[0.30, 0.40, 0.40]] * 2,
+        "prior_filter-dr_grpo": [[0.30, 0.42, 0.43]] * 2,
+        "bamdp-dr_grpo": [[0.30, 0.38, 0.39]] * 2,
+    })  # fmt: skip
+    # under dapo bamdp is ahead at step 2 and behind only afterwards (step 3, cut away)
+    dapo = _final(tmp_path / "dapo", {
+        "uniform": [[0.30, 0.40, 0.40, 0.40]] * 3,
+        "bamdp": [[0.30, 0.41, 0.42, 0.10]] * 3,
+        "prior_filter": [[0.30, 0.10, 0.10, 0.10]] * 3,  # the old code's: never read
+    })  # fmt: skip
+    loss.main(dr, dapo, tmp_path / "missing")
+    out = capsys.readouterr().out
+    assert "seeds [0, 1], at step 2 " in out
+    assert "| `bamdp` | `dapo` | 2 | +2.0 ± 0.0 | 2/0/0 |" in out
+    assert "| `bamdp` | `dr_grpo` | 2 | -1.0 ± 0.0 | 0/0/2 |" in out
+    assert "`bamdp`: the signs of Δ final and Δ AUC are not the same under both losses" in out
+    assert "| `prior_filter` | `dapo` | 0 | pending: seeds [0, 1] not finished" in out
+    fixed = _final(tmp_path / "fixed", {"prior_filter": [[0.30, 0.41, 0.44, 0.0]] * 2})
+    loss.main(dr, dapo, fixed)
+    out = capsys.readouterr().out
+    assert "| `prior_filter` | `dapo` | 2 | +4.0 ± 0.0 | 2/0/0 |" in out
+    assert "`prior_filter`: the signs of Δ final and Δ AUC are the same under both losses" in out
+    short = _final(tmp_path / "short", {"uniform": [[0.3, 0.4]] * 2, "bamdp": [[0.3, 0.4]] * 2})
+    with pytest.raises(SystemExit, match="no evaluation at step 2"):
+        loss.main(dr, short, fixed)
