@@ -4,7 +4,7 @@ differences by seed of ``prior_filter`` and ``bamdp`` against ``uniform`` under 
 at this stage's last step, 2,000, on the seeds run here), and the update norms per step under
 both losses.
 
-    python results/attributed/drgrpo/tabulate_loss.py [DRGRPO_EVIDENCE [DAPO_EVIDENCE [PF_EVIDENCE]]]
+    python results/attributed/drgrpo/tabulate_loss.py [DRGRPO [DAPO [FIXED_PF]]]
 
 Defaults: ``drgrpo/evidence``, ``final_main/evidence``, and for the fixed ``prior_filter`` under
 ``dapo`` ``final_main/prior_filter_fix/evidence`` (the final's own ``prior_filter`` ran with the
