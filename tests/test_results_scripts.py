@@ -278,6 +278,9 @@ def test_the_loss_control_is_read_at_the_same_step_under_both_losses(
     out = capsys.readouterr().out
     assert "| `prior_filter` | `dapo` | 2 | +4.0 ± 0.0 | 2/0/0 |" in out
     assert "`prior_filter`: the signs of Δ final and Δ AUC are the same under both losses" in out
+    run = {"max_grad_norm": 1.0, "metrics": [{"grad_norm": 2.0}, {"grad_norm": 0.5}, {}]}
+    assert loss.clipped([run, {"max_grad_norm": None, "metrics": [{"grad_norm": 9.0}]}]) == "50 %"
+    assert loss.clipped([{"max_grad_norm": None, "metrics": [{"grad_norm": 9.0}]}]) == "—"
     short = _final(tmp_path / "short", {"uniform": [[0.3, 0.4]] * 2, "bamdp": [[0.3, 0.4]] * 2})
     with pytest.raises(SystemExit, match="no evaluation at step 2"):
         loss.main(dr, short, fixed)

@@ -13,6 +13,7 @@ low-id bug, so it is not read here; its row says "pending" until the rerun has t
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -41,9 +42,29 @@ def cut(run: dict[str, Any], last_step: int) -> dict[str, Any]:
 
 
 def runs(folder: Path, name: str, last_step: int | None = None) -> list[dict[str, Any]]:
-    """The finished runs of ``name`` in ``folder``, cut at ``last_step`` when given."""
+    """The finished runs of ``name`` in ``folder``, cut at ``last_step`` when given, each with
+    ``max_grad_norm`` from its ``config.json`` (None without one)."""
     found = load_entrant_runs(folder / "runs" / name)[0]
-    return [cut(r, last_step) for r in found] if last_step is not None else found
+    out = [cut(r, last_step) for r in found] if last_step is not None else found
+    for r in out:
+        config = folder / "runs" / name / f"seed{r['seed']}" / "config.json"
+        r["max_grad_norm"] = (
+            json.loads(config.read_text()).get("max_grad_norm") if config.is_file() else None
+        )
+    return out
+
+
+def clipped(rs: list[dict[str, Any]]) -> str:
+    """The share of steps whose gradient norm exceeded the run's ``max_grad_norm`` (clipped to
+    it before the optimiser), over the runs that record both."""
+    flags = [
+        float(m["grad_norm"]) > float(r["max_grad_norm"])
+        for r in rs
+        if r.get("max_grad_norm") is not None
+        for m in r["metrics"]
+        if m.get("grad_norm") is not None
+    ]
+    return f"{100 * sum(flags) / len(flags):.0f} %" if flags else "—"
 
 
 def cell(p: dict[str, Any], key: str) -> str:
@@ -114,19 +135,25 @@ def main(drgrpo: Path = DRGRPO, dapo: Path = DAPO, fixed_pf: Path = FIXED_PF) ->
         print(f"- {line}")
     print(
         f"\nPer step, steps 1-{last}, mean over seeds and steps (update norm: the parameters' "
-        "change; gradient rollouts: rollouts with a nonzero advantage).\n"
+        "change; gradient norm: before clipping; steps clipped: gradient norm above the run's "
+        "`max_grad_norm`, scaled down to it; gradient rollouts: rollouts with a nonzero "
+        "advantage).\n"
     )
-    print("| entrant | loss | seeds | update norm | gradient norm | gradient rollouts |")
-    print("|---|---|---:|---:|---:|---:|")
+    print(
+        "| entrant | loss | seeds | update norm | gradient norm | steps clipped "
+        "| gradient rollouts |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|")
     for name in ENTRANTS:
         for loss, group in (("dapo", da), ("dr_grpo", dr)):
             rs = group[name]
             if not rs:
-                print(f"| `{name}` | `{loss}` | 0 | pending | | |")
+                print(f"| `{name}` | `{loss}` | 0 | pending | | | |")
                 continue
             print(
                 f"| `{name}` | `{loss}` | {len(rs)} | {mean_of(rs, 'update_norm'):.4f} "
-                f"| {mean_of(rs, 'grad_norm'):.3f} | {mean_of(rs, 'gradient_rollouts'):.1f} |"
+                f"| {mean_of(rs, 'grad_norm'):.3f} | {clipped(rs)} "
+                f"| {mean_of(rs, 'gradient_rollouts'):.1f} |"
             )
 
 
