@@ -284,3 +284,38 @@ def test_the_loss_control_is_read_at_the_same_step_under_both_losses(
     short = _final(tmp_path / "short", {"uniform": [[0.3, 0.4]] * 2, "bamdp": [[0.3, 0.4]] * 2})
     with pytest.raises(SystemExit, match="no evaluation at step 2"):
         loss.main(dr, short, fixed)
+
+
+def _seeds(folder: Path, entrant: str, curves: dict[int, list[float]]) -> None:
+    """Finished runs of ``entrant`` in ``folder`` for the given seeds (pass@1 curves)."""
+    for seed, curve in curves.items():
+        _run(folder, entrant, seed, curve)
+
+
+def test_the_twelve_seed_reading_joins_its_folders_and_reads_the_target_once_complete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``final_main/tabulate_more_seeds.py``: ``uniform`` from the final and the more seeds, the
+    fixed ``prior_filter`` from its rerun and the more seeds (never the final's buggy one); the
+    confirmation reads seeds 4-11 alone; no verdict while a planned seed is missing."""
+    more = _load("results/attributed/final_main/tabulate_more_seeds.py")
+    ahead = {s: [0.30, 0.35, 0.40 + 0.01 * (1 + s % 3)] for s in range(12)}  # +1 to +3 points
+    level = {s: [0.30, 0.35, 0.40] for s in range(12)}
+    _seeds(tmp_path / "evidence", "uniform", {s: level[s] for s in range(4)})
+    _seeds(tmp_path / "evidence", "prior_filter", {s: [0.3, 0.3, 0.0] for s in range(4)})  # buggy
+    _seeds(tmp_path / "prior_filter_fix" / "evidence", "prior_filter",
+           {s: ahead[s] for s in range(4)})  # fmt: skip
+    _seeds(tmp_path / "more_seeds", "uniform", {s: level[s] for s in range(4, 12)})
+    _seeds(tmp_path / "more_seeds", "prior_filter", {s: ahead[s] for s in range(4, 11)})
+    more.main(tmp_path)
+    out = capsys.readouterr().out
+    assert "planned but not finished: [11]" in out
+    assert "| all (0-11) | 11 | +1.9 ± " in out  # the buggy runs would make it negative
+    assert "| confirmation (4-11) | 7 |" in out
+    assert "Target: not read yet" in out
+    _seeds(tmp_path / "more_seeds", "prior_filter", {11: ahead[11]})
+    more.main(tmp_path)
+    out = capsys.readouterr().out
+    assert "| all (0-11) | 12 | +2.0 ± 0.5 | 12/0/0 |" in out
+    assert "Target (the 95 % interval of Δ final pass@1 above 0): **met**" in out
+    assert "reached on" not in out and "(12 of 12 seeds reached it)" in out
