@@ -527,6 +527,8 @@ def provenance_line(prov: dict[str, Any]) -> str:
     if not runs:
         return line
     commits = ", ".join(f"`{str(c)[:12]}`" for c in runs["commit"]) or "none recorded"
+    if len(runs["commit"]) > 1 and len(runs.get("code") or []) == 1:
+        commits += " (the same code: they differ outside the packages)"
     tasks = ", ".join(f"`{t}`" for t in runs["task"]) or "none recorded"
     line += f". Runs: code {commits}; task {tasks}"
     trainers = runs.get("trainer") or []

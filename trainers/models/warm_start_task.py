@@ -427,9 +427,11 @@ CODE_PATHS = ("adaroll_env", "agents", "trainers", "pyproject.toml")
 
 
 def git_state(root: str | Path | None = None) -> dict[str, Any]:
-    """``{"commit": sha, "dirty": bool}`` of the git checkout holding ``root`` (default: this
-    package's), both None outside one (or without git). ``dirty``: the code a run executes
-    (``CODE_PATHS``) differs from the commit — a tracked file changed or an untracked one added."""
+    """``{"commit": sha, "dirty": bool, "code": digest}`` of the git checkout holding ``root``
+    (default: this package's), all None outside one (or without git). ``dirty``: the code a run
+    executes (``CODE_PATHS``) differs from the commit — a tracked file changed or an untracked one
+    added. ``code``: a sha256 of the commit's git trees of ``CODE_PATHS``, the same for two
+    commits that differ only outside the code (results, docs, scripts)."""
     import subprocess
 
     where = Path(root) if root is not None else Path(__file__).resolve().parent
@@ -438,7 +440,7 @@ def git_state(root: str | Path | None = None) -> dict[str, Any]:
             ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=30
         )
         if commit.returncode != 0:
-            return {"commit": None, "dirty": None}
+            return {"commit": None, "dirty": None, "code": None}
         top = subprocess.run(
             ["git", "rev-parse", "--show-toplevel"], cwd=where, capture_output=True, text=True,
             timeout=30,
@@ -450,10 +452,22 @@ def git_state(root: str | Path | None = None) -> dict[str, Any]:
             text=True,
             timeout=60,
         )
+        trees = subprocess.run(
+            ["git", "rev-parse", *(f"HEAD:{p}" for p in CODE_PATHS)],
+            cwd=top.stdout.strip() or where,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
+        return {"commit": None, "dirty": None, "code": None}
     dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
-    return {"commit": commit.stdout.strip(), "dirty": dirty}
+    code = (
+        hashlib.sha256(trees.stdout.encode()).hexdigest()
+        if trees.returncode == 0 and len(trees.stdout.split()) == len(CODE_PATHS)
+        else None
+    )
+    return {"commit": commit.stdout.strip(), "dirty": dirty, "code": code}
 
 
 def command_line(cfg: Any, command: str, *, resume: bool = False) -> str:

@@ -7,10 +7,13 @@ files (with the warm start's model card, ``adaroll_model.json``, where there is 
 architecture and recorded weights hash), the library versions, the command line and the date.
 The full config is ``config.json`` beside it.
 
-``adaroll compete`` tabulates runs only when they agree on the commit, the task and the warm
+``adaroll compete`` tabulates runs only when they agree on the code, the task and the warm
 start (``compare``): a competition resumed after the code changed, or a run directory copied in
 from another warm start, is refused with the differing values and the runs that hold them,
-unless ``--allow-mixed`` says the mix is intended (the table then lists what differs).
+unless ``--allow-mixed`` says the mix is intended (the table then lists what differs). The code
+is compared by its digest (``code``: the git trees of the packages a run executes) where every
+start recorded one, so commits that changed only results, docs or scripts while a competition
+ran do not split it; runs recorded before the digest existed are compared by commit.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ __all__ = ["PROVENANCE_FILE", "compare", "read_provenance", "record_start", "sta
 
 #: the file of a run directory that lists what produced each of its starts
 PROVENANCE_FILE = "provenance.json"
-#: the fields runs must share to be compared, and how they are named in messages
+#: the fields runs must share to be compared, and how they are named in messages (``code``
+#: replaces ``commit`` where every start recorded it)
 COMPARED = {"commit": "code commit", "task": "task", "weights_sha256": "warm-start weights"}
+CODE = ("code", "code (the packages' git trees)")
 
 
 def start_record(cfg: Any, *, step: int = 0) -> dict[str, Any]:
@@ -55,6 +60,7 @@ def start_record(cfg: Any, *, step: int = 0) -> dict[str, Any]:
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "step": int(step),
         "commit": git["commit"],
+        "code": git.get("code"),
         "dirty": git["dirty"],
         "task": f"{cfg.task} (task_seed {cfg.task_seed})",
         "model": cfg.model,
@@ -85,13 +91,21 @@ def read_provenance(out: str | Path) -> list[dict[str, Any]] | None:
 
 
 def compare(runs: dict[str, list[dict[str, Any]] | None], *, allow_mixed: bool) -> dict[str, Any]:
-    """Check that ``runs`` (label -> start records) share commit, task and warm start.
+    """Check that ``runs`` (label -> start records) share code, task and warm start.
 
-    Returns ``{field: [values]}`` for the compared fields (one value each when they agree),
-    ``dirty`` (labels of runs with a start on a tree with uncommitted changes) and ``unknown``
-    (labels of runs without records). Raises ``ValueError`` naming each differing field, its
-    values and the runs holding them, unless ``allow_mixed``."""
-    values: dict[str, dict[Any, list[str]]] = {f: {} for f in COMPARED}
+    The code is compared by its digest (``code``) where every start recorded one, else by
+    commit. Returns ``{field: [values]}`` for ``commit``, ``task`` and ``weights_sha256`` (one
+    value each when they agree; commits may differ where the code does not), ``code`` where it
+    was compared, ``dirty`` (labels of runs with a start on a tree with uncommitted changes) and
+    ``unknown`` (labels of runs without records). Raises ``ValueError`` naming each differing
+    field, its values and the runs holding them, unless ``allow_mixed``."""
+    every = [start for starts in runs.values() for start in starts or []]
+    by_code = bool(every) and all(start.get("code") for start in every)
+    names = dict(COMPARED)
+    if by_code:
+        del names["commit"]
+        names[CODE[0]] = CODE[1]
+    values: dict[str, dict[Any, list[str]]] = {f: {} for f in (*COMPARED, *names)}
     dirty: list[str] = []
     unknown: list[str] = []
     for label, starts in runs.items():
@@ -99,13 +113,13 @@ def compare(runs: dict[str, list[dict[str, Any]] | None], *, allow_mixed: bool) 
             unknown.append(label)
             continue
         for start in starts:
-            for f in COMPARED:
+            for f in values:
                 holders = values[f].setdefault(start.get(f), [])
                 if label not in holders:
                     holders.append(label)
             if start.get("dirty"):
                 dirty.append(label)
-    differing = {f: v for f, v in values.items() if len(v) > 1}
+    differing = {f: v for f, v in values.items() if f in names and len(v) > 1}
     if differing and not allow_mixed:
         parts = []
         for f, by_value in differing.items():
@@ -113,7 +127,7 @@ def compare(runs: dict[str, list[dict[str, Any]] | None], *, allow_mixed: bool) 
                 f"{value!r}: {', '.join(labels[:4])}{' …' if len(labels) > 4 else ''}"
                 for value, labels in by_value.items()
             )
-            parts.append(f"{COMPARED[f]} differs ({listed})")
+            parts.append(f"{names[f]} differs ({listed})")
         raise ValueError(
             "these runs were not produced alike, so their table would compare more than the "
             f"allocators: {' and '.join(parts)}. Rerun the odd ones out under the same code, "

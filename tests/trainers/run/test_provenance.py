@@ -59,6 +59,39 @@ def test_runs_produced_unalike_are_refused_naming_what_and_where(odd: dict, what
                                                              "weights_sha256")) == 1  # fmt: skip
 
 
+def test_commits_that_share_the_code_compare_by_its_digest() -> None:
+    """Runs started under two commits that changed only results or docs (one code digest) are
+    compared; a different digest is refused as a code difference; a start without a digest
+    (recorded before it existed) makes every run compare by commit, as before."""
+    same = {"a": [_start(commit="a" * 40) | {"code": "d1"}],
+            "b": [_start(commit="b" * 40) | {"code": "d1"}]}  # fmt: skip
+    got = compare(same, allow_mixed=False)
+    assert got["code"] == ["d1"] and got["commit"] == ["a" * 40, "b" * 40]
+    other = {**same, "c": [_start(commit="a" * 40) | {"code": "d2"}]}
+    with pytest.raises(ValueError, match=r"code \(the packages' git trees\) differs") as info:
+        compare(other, allow_mixed=False)
+    assert "'d2': c" in str(info.value) and "code commit" not in str(info.value)
+    old = {**same, "c": [_start(commit="a" * 40)]}
+    with pytest.raises(ValueError, match="code commit differs"):
+        compare(old, allow_mixed=False)
+    assert "code" not in compare(old, allow_mixed=True)
+
+
+def test_the_code_digest_names_the_packages_trees_of_the_commit() -> None:
+    """``git_state``'s ``code``: the sha256 of ``git rev-parse HEAD:<path>`` over the code paths,
+    so it moves with the code and not with a README."""
+    import hashlib
+    import subprocess
+
+    from trainers.models.warm_start_task import CODE_PATHS, git_state
+
+    root = Path(__file__).resolve().parents[3]
+    trees = subprocess.run(["git", "rev-parse", *(f"HEAD:{p}" for p in CODE_PATHS)], cwd=root,
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert git_state()["code"] == hashlib.sha256(trees.encode()).hexdigest()
+    assert git_state(Path("/"))["code"] is None  # outside a checkout
+
+
 def test_dirty_trees_and_unrecorded_runs_are_named() -> None:
     got = compare({"a": [_start(dirty=True)], "b": None, "c": [_start()]}, allow_mixed=False)
     assert got["dirty"] == ["a"] and got["unknown"] == ["b"]
@@ -125,4 +158,13 @@ def test_compete_tabulates_only_runs_produced_alike(tmp_path: Path) -> None:
     summary = tabulate(dataclasses.replace(cfg, allow_mixed=True))
     assert len(summary["provenance"]["runs"]["commit"]) == 2
     first = (tmp_path / "c" / "table.md").read_text().splitlines()[0]
-    assert "Runs: code `aaaaaaaaaaaa`, `cccccccccccc`" in first
+    assert "Runs: code `aaaaaaaaaaaa`, `cccccccccccc`;" in first  # no digest: by commit
+    for name in ("uniform", "thompson"):  # the same two commits, one code digest: compared
+        for s in range(2):
+            odd = name == "thompson" and s == 1
+            start = _start(commit=("c" if odd else "a") * 40) | {"code": "d" * 64}
+            (Path(cfg.run_dir(name, s)) / PROVENANCE_FILE).unlink()
+            record_start(cfg.run_dir(name, s), start)
+    tabulate(cfg)
+    first = (tmp_path / "c" / "table.md").read_text().splitlines()[0]
+    assert "`cccccccccccc` (the same code: they differ outside the packages)" in first
