@@ -33,6 +33,10 @@ RoundSplit = Literal["values", "even"]
 
 #: up to this many distinct priors in one episode get a table each; more are interpolated
 MAX_EXACT_PRIORS = 4
+#: a kept rounds plan serves while each prior's share of the questions moved by at most this
+#: (``scripts/bench_plan_reuse.py``: at 1/8 the batch's draw of prompts alone rebuilt a plan in a
+#: third of the steps)
+SHARE_TOLERANCE = 0.25
 #: the table bank's first capacity (tables). The bank is one array, so that lookups are one
 #: gather; a growth copies it (tens of megabytes, with the first touch of the new pages), which
 #: per-prompt priors that drift with every refit of the group priors made frequent. Reserving
@@ -134,6 +138,13 @@ class BAMDPAllocator(BaseAllocator):
     total evenly in every round before the last (``even_within_classes``); ``"values"`` (the
     default) keeps the split as it comes.
 
+    A trainer refits its grouped priors every step; the plan made for one step keeps deciding
+    while every distinct prior stays within ``plan_tolerance`` (default 0.1, relative) of the
+    ones it was made for and their shares of the questions within ``SHARE_TOLERANCE``
+    (``_kept_plan``; ``plan_tolerance=None`` plans every new set of priors). The kept problem is
+    the allocator's ``state_dict``, which the trainers checkpoint, so a resumed run decides as an
+    uninterrupted one.
+
     **Exact policy.** Where the joint belief state space is small enough (``max_states`` states
     in sequential mode, ``max_round_states`` in rounds mode, whose states carry many more
     decisions), the allocator solves the BAMDP exactly by backward induction at ``reset``
@@ -182,8 +193,17 @@ class BAMDPAllocator(BaseAllocator):
         rounds_horizon: int = MAX_ROUNDS_HORIZON,
         last_round: LastRound = "exact",
         round_split: RoundSplit = "values",
+        plan_tolerance: float | None = 0.1,
     ) -> None:
         super().__init__()
+        if plan_tolerance is not None and not 0.0 <= float(plan_tolerance) < 1.0:
+            raise ValueError(
+                f"plan_tolerance must be None (a plan for every new set of priors) or a relative "
+                f"change in [0, 1) within which a kept plan serves, got {plan_tolerance!r}"
+            )
+        self.plan_tolerance = None if plan_tolerance is None else float(plan_tolerance)
+        #: the problem whose plan is kept across steps (``_kept_plan``); in ``state_dict``
+        self._anchor: AllocationParams | None = None
         if round_split not in ("values", "even"):
             raise ValueError(
                 f"round_split must be 'values' (the relaxation's split as it comes) or 'even' "
@@ -225,14 +245,17 @@ class BAMDPAllocator(BaseAllocator):
         self._use_exact = False
 
     def reset(self, params: AllocationParams, *, seed: int | None = None) -> None:
-        """Take the params and load (or build) the tables of their priors."""
+        """Take the params; the index tables of their priors are loaded (or built) when a
+        decision first needs them: where the rounds-aware plan and the exact last round decide
+        every round (a training step with a few grouped priors) none is, and building them for
+        each step's refitted priors cost as much as the decisions (about 0.18 s a step at four
+        priors, ``scripts/bench_plan_reuse.py``)."""
         super().reset(params, seed=seed)
         self._tables = {}
         self._seq = None
         self._rows = None
         a, b = prior_arrays(params)
         self._param_priors = (a, b)
-        self._param_tables()
         limit = self.exact_limit(params)
         self._use_exact = self.exact and estimate_states(params, limit=limit) <= limit
         if self._use_exact:
@@ -406,9 +429,12 @@ class BAMDPAllocator(BaseAllocator):
         distinct = sorted(set(pairs))
         if len(distinct) > MAX_EXACT_PRIORS:
             return None
+        episode = p
+        if self.plan_tolerance is not None and len(distinct) > 1:
+            p, pairs = self._kept_plan(p, pairs)
         plan = self.plan(p)
         spent = int(b.rollouts.sum())
-        t = len(plan.rounds) - len(round_sizes(p, spent))
+        t = len(plan.rounds) - len(round_sizes(episode, spent))
         if not 0 <= t < len(plan.rounds) or plan.rounds[t] != b.round_size:
             return None  # not on the schedule this plan was made for
         where = {(sp.alpha, sp.beta): g for g, sp in enumerate(plan.specs)}
@@ -417,6 +443,47 @@ class BAMDPAllocator(BaseAllocator):
         if self.round_split == "even" and b.round_size < b.budget_left:
             counts = even_within_classes(counts, spec_of, b.successes, b.failures)
         return counts
+
+    def _kept_plan(
+        self, p: AllocationParams, pairs: list[tuple[float, float]]
+    ) -> tuple[AllocationParams, list[tuple[float, float]]]:
+        """The problem whose plan decides this round, and each question's prior in it: the kept
+        one (``_anchor``) while this episode matches it, else this episode's, which is kept.
+
+        A trainer refits its grouped priors every step, so planned exactly nearly every step
+        would build a plan (about 0.2 s at B = 64, two rounds and four priors on a CPU; 7.7 % of
+        a ``rg:letter_counting`` step). The plan's prices move little with small changes of the
+        priors and of how many questions hold each, and the round's own counts are repaired to
+        the round exactly, so a plan serves while every distinct prior stays within
+        ``plan_tolerance`` (relative, in α and in β) of the kept one's, matched in sorted
+        order, each prior's share of the questions within ``SHARE_TOLERANCE`` (1/4) of its
+        share there, and the rest of the setting (budget, schedule, pilot, cap, utility) is
+        the same. The kept problem is part of ``state_dict``, so a resumed run decides as an
+        uninterrupted one."""
+        kept = self._anchor
+        if kept is not None:
+            mapping = _match_priors(kept, p, pairs, self.plan_tolerance or 0.0)
+            if mapping is not None:
+                return kept, [mapping[pr] for pr in pairs]
+        self._anchor = p
+        return p, pairs
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to decide as an uninterrupted one: the kept plan's problem
+        (the plan itself is rebuilt from it, deterministically)."""
+        return {"plan_anchor": None if self._anchor is None else self._anchor.to_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
+        anchor = state.get("plan_anchor")
+        if anchor is None:
+            self._anchor = None
+            return
+        d = dict(anchor)
+        for key in ("prior_alpha", "prior_beta", "round_schedule"):
+            if isinstance(d.get(key), list):
+                d[key] = tuple(d[key])
+        self._anchor = AllocationParams(**d)
 
     def _last_round(self, b: Beliefs) -> NDArray[np.int64]:
         """The exactly optimal last round for the observation's own priors (``decide_last_round``:
@@ -529,6 +596,33 @@ class BAMDPAllocator(BaseAllocator):
             E[rows] = _expected_rows(b, t, width, rows)
         self._rows = (t, width, key, E)
         return E[:, :M]
+
+
+def _match_priors(
+    kept: AllocationParams,
+    p: AllocationParams,
+    pairs: list[tuple[float, float]],
+    tolerance: float,
+) -> dict[tuple[float, float], tuple[float, float]] | None:
+    """Each of ``p``'s distinct priors (``pairs``, one per question) mapped to ``kept``'s prior
+    in the same sorted place, or None where ``kept``'s plan does not serve ``p``
+    (``BAMDPAllocator._kept_plan``: another setting, another number of distinct priors, a prior
+    moved by more than ``tolerance`` relative in α or β, or a share of the questions by more than
+    ``SHARE_TOLERANCE``)."""
+    ka, kb = prior_arrays(kept)
+    if kept.replace(prior_alpha=p.prior_alpha, prior_beta=p.prior_beta) != p:
+        return None
+    old = list(zip(ka.tolist(), kb.tolist(), strict=True))
+    mine, theirs = sorted(set(pairs)), sorted(set(old))
+    if len(mine) != len(theirs):
+        return None
+    B = len(pairs)
+    for (a, b), (a0, b0) in zip(mine, theirs, strict=True):
+        if abs(a / a0 - 1.0) > tolerance or abs(b / b0 - 1.0) > tolerance:
+            return None
+        if abs(pairs.count((a, b)) - old.count((a0, b0))) > B * SHARE_TOLERANCE:
+            return None
+    return dict(zip(mine, theirs, strict=True))
 
 
 @functools.lru_cache(maxsize=32)

@@ -133,6 +133,8 @@ class GRPOTrainer:
         self.external = external
         self._allocator_spec = allocator if allocator is not None else cfg.allocator
         self.allocator: Any = None
+        #: an allocator's state from a checkpoint, handed to it when it is made
+        self._allocator_state: dict[str, Any] | None = None
         self._setup_parallel(accelerator)
         threads = cfg.torch_threads()
         if threads:
@@ -364,11 +366,19 @@ class GRPOTrainer:
             if self.allocator is None:
                 kwargs = self.cfg.allocator_options() if spec == self.cfg.allocator else {}
                 self.allocator = make_allocator(spec, params, seed=seed, **kwargs)
+                self._restore_allocator()
                 return self.allocator
         elif self.allocator is None:
             self.allocator = spec
+        self._restore_allocator()
         self.allocator.reset(params, seed=seed)
         return self.allocator
+
+    def _restore_allocator(self) -> None:
+        """Hand the allocator the state a checkpoint saved for it (``load_state_dict``), once."""
+        state, self._allocator_state = self._allocator_state, None
+        if state is not None and hasattr(self.allocator, "load_state_dict"):
+            self.allocator.load_state_dict(state)
 
     # --- the step API ---------------------------------------------------------------------
     @functools.cached_property
@@ -624,6 +634,7 @@ class GRPOTrainer:
             "optimizer": self.optimizer.state_dict(),
             "beliefs": self.beliefs.state_dict(),
             "auto_kappa": self.auto_kappa.state_dict() if self.auto_kappa is not None else None,
+            "allocator": allocator_state(self.allocator),
             "torch_rng": torch.get_rng_state(),
             "world": self.world,
         }
@@ -644,11 +655,21 @@ class GRPOTrainer:
         self.beliefs.load_state_dict(state["beliefs"])
         if self.auto_kappa is not None and state.get("auto_kappa") is not None:
             self.auto_kappa.load_state_dict(state["auto_kappa"])
+        self._allocator_state = state.get("allocator")  # None from checkpoints before it
+        if self.allocator is not None:
+            self._restore_allocator()
         torch.set_rng_state(state["torch_rng"])
 
     def close(self) -> None:
         """Release the engine and the accelerator's process group."""
         self.engine.close()
+
+
+def allocator_state(allocator: Any) -> dict[str, Any] | None:
+    """What an allocator keeps across steps for a checkpoint (its ``state_dict()``: ``bamdp``'s
+    kept rounds plan), None for one without state."""
+    fn = getattr(allocator, "state_dict", None)
+    return fn() if callable(fn) else None
 
 
 #: how ``run_round``'s caller is named when its counts break the allocation contract

@@ -693,12 +693,23 @@ class AllocatingGRPOTrainer(KeepDataOrder, trl.GRPOTrainer):  # type: ignore[mis
 
     # --- checkpoints --------------------------------------------------------------------------
     def allocation_state(self) -> dict[str, Any]:
-        """What goes into checkpoints: the belief store and the allocator's name."""
-        return {"allocator": self.allocator_name, "beliefs": self.belief_store.state_dict()}
+        """What goes into checkpoints: the belief store, the allocator's name and what the
+        allocator keeps across steps (its ``state_dict``: ``bamdp``'s kept rounds plan)."""
+        from trainers.grpo.trainer import allocator_state
+
+        return {
+            "allocator": self.allocator_name,
+            "beliefs": self.belief_store.state_dict(),
+            "allocator_state": allocator_state(self.allocator),
+        }
 
     def load_allocation_state(self, state: dict[str, Any]) -> None:
-        """Restore what ``allocation_state`` returned."""
+        """Restore what ``allocation_state`` returned (a checkpoint written before allocators
+        kept state has no ``allocator_state``)."""
         self.belief_store.load_state_dict(state["beliefs"])
+        kept = state.get("allocator_state")
+        if kept is not None and hasattr(self.allocator, "load_state_dict"):
+            self.allocator.load_state_dict(kept)
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         super()._save_checkpoint(model, trial)

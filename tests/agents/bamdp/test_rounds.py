@@ -362,3 +362,80 @@ def test_even_within_classes_against_a_per_class_loop():
                 want[i] = total // k + (j < total % k)
         got = even_within_classes(counts, spec, s, f)
         assert got.tolist() == want.tolist() and int(got.sum()) == int(counts.sum())
+
+
+def _grouped(priors: list[tuple[float, float]], counts: list[int]) -> AllocationParams:
+    """A training step's params: per-question priors, ``counts[g]`` questions of prior g."""
+    a = tuple(p[0] for p, c in zip(priors, counts, strict=True) for _ in range(c))
+    b = tuple(p[1] for p, c in zip(priors, counts, strict=True) for _ in range(c))
+    return AllocationParams(num_questions=len(a), budget=8 * len(a), prior_alpha=a,
+                            prior_beta=b, pilot=2, mode="rounds", round_size=3 * len(a),
+                            utility="snr(8)", max_group=24)  # fmt: skip
+
+
+def _first_round(alloc: BAMDPAllocator, params: AllocationParams, seed: int = 0) -> np.ndarray:
+    """The allocator's first decision after a pilot of 2 (outcomes drawn from the priors)."""
+    import adaroll_env.model as am
+
+    rng = np.random.default_rng(seed)
+    alloc.reset(params)
+    a, b = np.asarray(params.prior_alpha), np.asarray(params.prior_beta)
+    s = rng.binomial(2, rng.beta(a, b))
+    obs = am.observe(params, am.apply_counts(params, am.initial_state(params),
+                                             np.full(a.size, 2), s))  # fmt: skip
+    return np.asarray(alloc.allocate(obs))
+
+
+def test_a_kept_plan_serves_steps_whose_priors_barely_moved(monkeypatch) -> None:
+    """Grouped priors refitted every step: within ``plan_tolerance`` the kept plan decides (no
+    new plan); a prior moved further or a share moved by more than ``SHARE_TOLERANCE`` build
+    one; ``plan_tolerance=None`` builds one for every new set of priors."""
+    built: list[AllocationParams] = []
+    real = R.plan_rounds
+    monkeypatch.setattr("agents.bamdp.allocator.plan_rounds",
+                        lambda p, **kw: built.append(p) or real(p, **kw))  # fmt: skip
+    base = [(0.5, 1.5), (1.5, 0.5), (0.3, 0.3)]
+    alloc = BAMDPAllocator(exact=False)
+    first = _first_round(alloc, _grouped(base, [6, 5, 5]))
+    assert len(built) == 1 and first.sum() == 48
+    moved = [(0.52, 1.47), (1.45, 0.51), (0.31, 0.3)]  # within 10 %
+    _first_round(alloc, _grouped(moved, [5, 6, 5]))  # shares within 1/8
+    assert len(built) == 1
+    _first_round(alloc, _grouped([(0.6, 1.5), *base[1:]], [6, 5, 5]))  # α 20 % away
+    assert len(built) == 2
+    _first_round(alloc, _grouped([(0.6, 1.5), *base[1:]], [10, 1, 5]))  # shares 1/4 away
+    assert len(built) == 2
+    _first_round(alloc, _grouped([(0.6, 1.5), *base[1:]], [11, 1, 4]))  # a share 5/16 away
+    assert len(built) == 3
+    _first_round(alloc, _grouped([(0.6, 1.5), *base[1:]], [11, 1, 4]).replace(utility="snr(4)"))
+    assert len(built) == 4  # another setting
+    exact = BAMDPAllocator(exact=False, plan_tolerance=None)
+    built.clear()
+    _first_round(exact, _grouped(base, [6, 5, 5]))
+    _first_round(exact, _grouped(moved, [5, 6, 5]))
+    assert len(built) == 2
+    with pytest.raises(ValueError, match="plan_tolerance"):
+        BAMDPAllocator(plan_tolerance=1.5)
+
+
+def test_a_kept_plan_comes_back_from_its_state() -> None:
+    """A resumed run decides as an uninterrupted one: the kept plan's problem is the state, and
+    a new allocator loaded with it makes the same decision where a fresh one would not."""
+    base, moved = [(0.5, 1.5), (1.5, 0.5)], [(0.54, 1.4), (1.4, 0.54)]
+    going = BAMDPAllocator(exact=False)
+    _first_round(going, _grouped(base, [8, 8]))
+    state = going.state_dict()
+    import json
+
+    state = json.loads(json.dumps(state))  # as TRL's checkpoint keeps it
+    resumed = BAMDPAllocator(exact=False)
+    resumed.load_state_dict(state)
+    fresh = BAMDPAllocator(exact=False)
+    a = _first_round(going, _grouped(moved, [8, 8]), seed=3)
+    b = _first_round(resumed, _grouped(moved, [8, 8]), seed=3)
+    assert np.array_equal(a, b)
+    assert resumed.state_dict() == going.state_dict() == state
+    _first_round(fresh, _grouped(moved, [8, 8]), seed=3)
+    assert fresh.state_dict() != state  # a fresh one keeps this step's problem instead
+    fresh.load_state_dict({"plan_anchor": None})
+    assert fresh.state_dict() == {"plan_anchor": None}

@@ -314,3 +314,42 @@ def test_each_step_reports_its_update_norm(tiny_model_dir: Path) -> None:
     first, second = trainer.train_step(), trainer.train_step()
     assert first.update_norm > 0 or first.gradient_rollouts == 0
     assert np.isnan(second.update_norm)  # measured on steps 0, 2, 4, ...
+
+
+def test_an_allocators_state_goes_into_the_checkpoint_and_back(tiny_model_dir: Path) -> None:
+    """An allocator with ``state_dict`` (``bamdp``'s kept rounds plan) has it saved with the
+    trainer's state and handed back when the resumed trainer makes its allocator; one without
+    is saved as None."""
+    from trainers.grpo.trainer import allocator_state
+
+    class Keeper:
+        name = "keeper"
+        adaptive = True
+
+        def __init__(self) -> None:
+            self.state: dict[str, Any] = {"kept": 0}
+
+        def reset(self, params: Any, *, seed: int | None = None) -> None:
+            pass
+
+        def state_dict(self) -> dict[str, Any]:
+            return dict(self.state)
+
+        def load_state_dict(self, state: dict[str, Any]) -> None:
+            self.state = dict(state)
+
+    assert allocator_state(object()) is None and allocator_state(None) is None
+    cfg = small_cfg(tiny_model_dir)
+    trainer = GRPOTrainer(cfg, allocator=Keeper())
+    trainer._make_allocator(trainer.plan.params(), 0)
+    trainer.allocator.state = {"kept": 7}
+    saved = trainer.state_dict()
+    assert saved["allocator"] == {"kept": 7}
+    resumed = GRPOTrainer(cfg, allocator=Keeper())
+    resumed.load_state_dict(saved)
+    assert resumed.allocator is None  # made at the first step; the state waits for it
+    resumed._make_allocator(resumed.plan.params(), 0)
+    assert resumed.allocator.state == {"kept": 7}
+    resumed.allocator.state = {"kept": 8}
+    resumed._make_allocator(resumed.plan.params(), 0)  # once: later steps keep their own
+    assert resumed.allocator.state == {"kept": 8}

@@ -415,12 +415,14 @@ def test_checkpoint_keeps_beliefs_and_resume_equals_straight_run(
     )
     saved = json.loads((tmp_path / "r" / "checkpoint-2" / STATE_FILE).read_text())
     assert saved["beliefs"] == first.belief_store.state_dict()
+    assert saved["allocator_state"] == json.loads(json.dumps(first.allocator.state_dict()))
     assert 0 < len(saved["beliefs"]["ids"]) <= 8  # the two batches' prompts that got rollouts
     resumed = build(
         AllocatingGRPOTrainer, tiny_model_dir, dataset, tmp_path / "r", max_steps=4, **common
     )
     train(resumed, resume_from_checkpoint=str(tmp_path / "r" / "checkpoint-2"))
     assert resumed.belief_store.state_dict() == straight.belief_store.state_dict()
+    assert resumed.allocator.state_dict() == straight.allocator.state_dict()
     assert [r.counts for r in resumed.allocations] == [r.counts for r in straight.allocations][2:]
     for p, q in zip(straight.model.parameters(), resumed.model.parameters(), strict=True):
         assert torch.equal(p, q)
