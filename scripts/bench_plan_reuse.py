@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from adaroll_env import AllocationParams
-from adaroll_env.utilities import get_utility
 from agents.bamdp.allocator import BAMDPAllocator
 from agents.benchmarks.per_prompt import DEFAULT_LEVEL_PRIORS
+from agents.benchmarks.per_prompt import episode as per_prompt_episode
 from trainers.experiments.statistics import mean_ci
 
 #: the letters cell's group priors at step 600 (a `bamdp` run's `beliefs.json`, seed 1)
@@ -43,29 +43,11 @@ B, BUDGET, PILOT, ROUND = 64, 512, 2, 192
 
 
 def episode(alloc: BAMDPAllocator, params: AllocationParams, truth: Any, draws: Any) -> float:
-    """One step: the pilot, then the allocator's rounds; rollout j of question i succeeds when
-    ``draws[i, j] < truth[i]``. Returns the final utility."""
-    alpha, beta = np.asarray(params.prior_alpha), np.asarray(params.prior_beta)
-    s = (draws[:, :PILOT] < truth[:, None]).sum(axis=1).astype(np.int64)
-    f = PILOT - s
-    left = BUDGET - PILOT * B
+    """One step: the pilot, then the allocator's rounds (``agents.benchmarks.per_prompt.episode``);
+    rollout j of question i succeeds when ``draws[i, j] < truth[i]``. The final utility."""
     alloc.reset(params)
-    while left > 0:
-        obs = {
-            "alpha": (alpha + s).astype(np.float32),
-            "beta": (beta + f).astype(np.float32),
-            "successes": s.astype(np.float32),
-            "rollouts": (s + f).astype(np.float32),
-            "budget_left": np.array([left], dtype=np.float32),
-        }
-        counts = np.asarray(alloc.allocate(obs), dtype=np.int64)
-        for i in np.flatnonzero(counts):
-            n0 = s[i] + f[i]
-            k = int(np.count_nonzero(draws[i, n0 : n0 + counts[i]] < truth[i]))
-            s[i] += k
-            f[i] += counts[i] - k
-        left -= int(counts.sum())
-    return float(np.sum(get_utility(params.utility)(s, f)))
+    alpha, beta = np.asarray(params.prior_alpha), np.asarray(params.prior_beta)
+    return per_prompt_episode(alloc, params, alpha, beta, truth, draws, params.utility, pilot=PILOT)
 
 
 def run(name: str, drift: float, steps: int, seed: int) -> dict[str, Any]:

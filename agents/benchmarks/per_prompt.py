@@ -179,13 +179,16 @@ def episode(
     truth: NDArray[np.float64],
     draws: NDArray[np.float64],
     utility: str,
+    *,
+    pilot: int = 0,
 ) -> float:
-    """One episode's final utility: the allocator's rounds until the budget is spent; rollout j
-    of question i succeeds when ``draws[i, j] < truth[i]``."""
+    """One episode's final utility: ``pilot`` rollouts to every question, then the allocator's
+    rounds until the budget (pilot included) is spent; rollout j of question i succeeds when
+    ``draws[i, j] < truth[i]``."""
     B = alpha.size
-    s = np.zeros(B, dtype=np.int64)
-    f = np.zeros(B, dtype=np.int64)
-    left = params.total_budget
+    s = (draws[:, :pilot] < truth[:, None]).sum(axis=1).astype(np.int64)
+    f = pilot - s
+    left = params.total_budget - pilot * B
     while left > 0:
         obs = {
             "alpha": (alpha + s).astype(np.float32),

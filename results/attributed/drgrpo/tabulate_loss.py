@@ -21,6 +21,9 @@ from typing import Any
 
 from trainers.experiments.statistics import load_entrant_runs, load_run, paired
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "final_main"))
+from tabulate_attribution import cell  # the attribution table's own cells
+
 HERE = Path(__file__).resolve().parent
 DRGRPO = HERE / "evidence"
 DAPO = HERE.parent / "final_main" / "evidence"
@@ -65,15 +68,6 @@ def clipped(rs: list[dict[str, Any]]) -> str:
         if m.get("grad_norm") is not None
     ]
     return f"{100 * sum(flags) / len(flags):.0f} %" if flags else "—"
-
-
-def cell(p: dict[str, Any], key: str) -> str:
-    """``mean ± half-width`` in points and the W/T/L count of ``key`` of a ``paired`` result."""
-    mean, half = 100 * p[f"delta_{key}_mean"], 100 * p[f"delta_{key}_ci95"]
-    if not math.isfinite(mean):
-        return "— | —"
-    w, t, losses = p[f"signs_{key}"]
-    return f"{mean:+.1f} ± {half:.1f} | {w}/{t}/{losses}"
 
 
 def mean_of(rs: list[dict[str, Any]], key: str) -> float:
