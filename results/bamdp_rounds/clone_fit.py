@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,54 @@ def misplaced(
     return float(np.mean(np.abs(pred - want).sum(axis=1) / 2 / want.sum(axis=1)))
 
 
+Loss = Callable[[int, th.Tensor, tuple[th.Tensor, ...]], th.Tensor]
+
+
+def squared_error(scale: int) -> Loss:
+    """The shipped clone's loss (``agents.sb3.imitation``): squared error of the scores to
+    2c/K − 1 (K = ``scale``; ``rows[1]`` holds the counts c), a hinge below −1 for questions
+    left out."""
+
+    def loss(b: int, mean: th.Tensor, rows: tuple[th.Tensor, ...]) -> th.Tensor:
+        target = th.clamp(2.0 * rows[1] / scale - 1.0, max=1.0)
+        hinge = th.clamp(mean + 1.0 + ZERO_MARGIN, min=0.0)
+        return th.where(target <= -1.0, hinge, mean - target).pow(2).mean()
+
+    return loss
+
+
+def fit(
+    scorer: QuestionScorer,
+    tensors: dict[int, tuple[th.Tensor, ...]],
+    epochs: int,
+    loss_of: Loss,
+    gen: th.Generator,
+) -> None:
+    """The shipped clone's optimiser and schedule (``agents.sb3.imitation``): Adam at 1e-3 with
+    a cosine decay to 0, batches of 256 decisions of one B each, shuffled together; ``tensors[b]``
+    holds the features first, ``loss_of(b, scores, rows)`` the loss of a batch's rows."""
+    opt = th.optim.Adam(scorer.parameters(), lr=1e-3)
+    batch = 256
+    steps = epochs * sum(-(-len(t[0]) // batch) for t in tensors.values())
+    sched = th.optim.lr_scheduler.LambdaLR(
+        opt, lambda k: 0.5 * (1.0 + math.cos(math.pi * min(k, steps) / steps))
+    )
+    for _ in range(epochs):
+        batches = []
+        for b, t in tensors.items():
+            order = th.randperm(len(t[0]), generator=gen)
+            batches += [(b, order[i : i + batch]) for i in range(0, len(order), batch)]
+        for j in th.randperm(len(batches), generator=gen).tolist():
+            b, idx = batches[j]
+            rows = tuple(t[idx] for t in tensors[b])
+            scorer.num_questions = b
+            loss = loss_of(b, scorer.scores(rows[0]), rows)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+
+
 def fit_and_measure(
     recipe: str, train: dict[int, Data], test: dict[int, Data], epochs: int
 ) -> dict[str, Any]:
@@ -112,33 +161,11 @@ def fit_and_measure(
     tr = {b: prep(b, d) for b, d in train.items()}
     scale = max(int(c.max()) for _, c in tr.values())
     tensors = {b: (th.as_tensor(x), th.as_tensor(c)) for b, (x, c) in tr.items()}
-    opt = th.optim.Adam(scorer.parameters(), lr=1e-3)
-    batch = 256
-    steps = epochs * sum(-(-len(x) // batch) for x, _ in tensors.values())
-    sched = th.optim.lr_scheduler.LambdaLR(
-        opt, lambda k: 0.5 * (1.0 + math.cos(math.pi * min(k, steps) / steps))
-    )
+    fit(scorer, tensors, epochs, squared_error(scale), gen)
 
     def scores(b: int, x: th.Tensor) -> th.Tensor:
         scorer.num_questions = b
         return scorer.scores(x)
-
-    for _ in range(epochs):
-        batches = []
-        for b, (x, _) in tensors.items():
-            order = th.randperm(len(x), generator=gen)
-            batches += [(b, order[i : i + batch]) for i in range(0, len(order), batch)]
-        for j in th.randperm(len(batches), generator=gen).tolist():
-            b, idx = batches[j]
-            x, c = tensors[b]
-            target = th.clamp(2.0 * c[idx] / scale - 1.0, max=1.0)
-            mean = scores(b, x[idx])
-            hinge = th.clamp(mean + 1.0 + ZERO_MARGIN, min=0.0)
-            loss = th.where(target <= -1.0, hinge, mean - target).pow(2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
 
     def decoded(b: int, d: Data) -> NDArray[np.int64]:
         x, c, cap, _ = d

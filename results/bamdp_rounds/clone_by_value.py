@@ -1,0 +1,196 @@
+"""Cloning ``bamdp`` by the value it loses instead of by squared error: an offline comparison.
+
+``clone_fit.py`` found the shipped clone underfitting and weighing every misplaced rollout alike,
+while the utility depends on *which* rollouts move. ``bamdp`` decides a round from each
+question's value curve — the expected continuation of giving it m of the round's rollouts,
+E_m[W] under its rounds plan — and splits the round to maximise their sum. Those curves price
+every deviation, so a clone can be fitted to them: its round, decoded softly as the env decodes
+an action (R·w/Σw with w = (a + 1)/2), loses Σ_i E_{c*_i}[W_i] − Σ_i E_{ĉ_i}[W_i] (linear between
+integer m) against the expert's counts c*. Two recipes on the same data (the expert's decisions
+on 600 episodes at B = 16 and 64, ``rlvr``, G = 8, rounds of B, ``snr(8)``), network, optimiser
+and epochs (``clone_fit.fit``), without DAgger or PPO:
+
+- ``squared error``: the shipped clone's loss (2c/K − 1, a hinge below −1 for questions left out);
+- ``value regret``: the value lost, as above.
+
+Each fitted scorer then *drives* 2,000 paired episodes a B (master seed 5, which no benchmark or
+selection uses) beside ``uniform`` and ``bamdp``; reported: its share of ``bamdp``'s gain over
+``uniform`` and its paired difference from ``bamdp`` with a 95 % interval. The value curves are
+read by wrapping ``agents.bamdp.rounds._split``, the function that splits a round from them (a
+diagnosis, not an API). Writes ``clone_by_value.json`` beside this file.
+
+    python results/bamdp_rounds/clone_by_value.py [--episodes 600] [--epochs 200] [--eval 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from numpy.typing import NDArray
+
+import adaroll_env
+import agents.bamdp.rounds as rounds
+from agents.benchmarks.runner import episode_seeds, run_episodes
+from agents.registry import make_allocator
+from agents.sb3.features import flat_features
+from agents.sb3.policy import QuestionScorer
+from results.bamdp_rounds.clone_fit import SIZES, fit, squared_error
+
+#: value-curve columns kept (m = 0..16: more than any round of these settings gives a question)
+M_MAX = 17
+EVAL_SEED = 5
+Data = tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.float64]]
+
+
+def make_env(num_questions: int) -> gym.Env:  # type: ignore[type-arg]
+    """The rounds env of these settings at B."""
+    gym.register_envs(adaroll_env)
+    return gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=num_questions,
+                    budget=8 * num_questions, difficulty="rlvr", utility="snr(8)")  # fmt: skip
+
+
+def collect(num_questions: int, episodes: int, seed: int) -> Data:
+    """``(features, expert counts, value curves [n, B, M_MAX])`` of every decision."""
+    seen: dict[str, NDArray[np.float64]] = {}
+    split = rounds._split
+
+    def recording(values: NDArray[np.float64], rows: NDArray[np.int64], R: int) -> Any:
+        seen["values"] = values[rows]
+        return split(values, rows, R)
+
+    env = make_env(num_questions)
+    params = env.unwrapped.params  # type: ignore[attr-defined]
+    expert = make_allocator("bamdp", env)
+    xs, cs, vs = [], [], []
+    rounds._split = recording
+    try:
+        for ep in range(episodes):
+            obs, _ = env.reset(seed=seed + ep)
+            done = False
+            while not done:
+                seen.clear()
+                counts = np.asarray(expert.allocate(obs), dtype=np.int64)
+                if "values" not in seen:
+                    raise RuntimeError("bamdp decided a round without its value curves")
+                v = np.full((num_questions, M_MAX), -np.inf)
+                got = seen["values"][:, :M_MAX]
+                v[:, : got.shape[1]] = got
+                xs.append(flat_features(params, obs))
+                cs.append(counts)
+                vs.append(v)
+                obs, _, terminated, truncated, _ = env.step(adaroll_env.encode_counts(counts))
+                done = bool(terminated or truncated)
+    finally:
+        rounds._split = split
+    return np.stack(xs), np.stack(cs), np.stack(vs)
+
+
+def flat_past_top(v: th.Tensor) -> th.Tensor:
+    """Curves continued flat past the largest m a question may take (−inf there)."""
+    finite = th.isfinite(v)
+    last = th.where(finite, v, th.tensor(-1e30, dtype=v.dtype)).max(dim=-1).values
+    return th.where(finite, v, last.unsqueeze(-1))
+
+
+def value_at(v: th.Tensor, m: th.Tensor) -> th.Tensor:
+    """Each curve of ``v [n, B, M]`` at real ``m [n, B]``, linear between integers."""
+    lo = th.clamp(m.floor(), 0, M_MAX - 2).long()
+    frac = (m - lo).clamp(0.0, 1.0)
+    v0 = th.gather(v, 2, lo.unsqueeze(-1)).squeeze(-1)
+    v1 = th.gather(v, 2, (lo + 1).unsqueeze(-1)).squeeze(-1)
+    return v0 + frac * (v1 - v0)
+
+
+def train(recipe: str, data: dict[int, Data], epochs: int) -> QuestionScorer:
+    """One recipe's scorer fitted to the data."""
+    th.manual_seed(0)
+    gen = th.Generator().manual_seed(0)
+    scorer = QuestionScorer(SIZES[0], hidden=64)
+    th.nn.init.orthogonal_(scorer.score[-1].weight, gain=0.01)
+    scale = max(int(c.max()) for _, c, _ in data.values())
+    tensors = {}
+    for b, (x, c, v) in data.items():
+        curves = flat_past_top(th.as_tensor(v))
+        ct = th.as_tensor(c)
+        best = th.gather(curves, 2, ct.clamp(max=M_MAX - 1).unsqueeze(-1)).squeeze(-1).sum(-1)
+        tensors[b] = (th.as_tensor(x), ct, curves, best)
+
+    def value_regret(b: int, mean: th.Tensor, rows: tuple[th.Tensor, ...]) -> th.Tensor:
+        _, c, curves, best = rows
+        w = (th.clamp(mean, -1.0, 1.0) + 1.0) / 2.0 + 1e-6
+        soft = c.sum(-1, keepdim=True).to(w.dtype) * w / w.sum(-1, keepdim=True)
+        return (best - value_at(curves, soft).sum(-1)).mean()
+
+    loss = squared_error(scale) if recipe == "squared error" else value_regret
+    fit(scorer, tensors, epochs, loss, gen)
+    return scorer
+
+
+def drive(scorer: QuestionScorer, num_questions: int, episodes: int) -> NDArray[np.float64]:
+    """Utility of the scorer's episodes, paired with ``run_episodes``' (same env seeds)."""
+    env = make_env(num_questions)
+    params = env.unwrapped.params  # type: ignore[attr-defined]
+    scorer.num_questions = num_questions
+    out = []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=episode_seeds(EVAL_SEED, i)[0])
+        done, total = False, 0.0
+        while not done:
+            with th.no_grad():
+                x = th.as_tensor(flat_features(params, obs))[None]
+                action = np.clip(scorer.scores(x)[0].numpy(), -1.0, 1.0).astype(np.float32)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            done = bool(terminated or truncated)
+        out.append(total)
+    return np.asarray(out)
+
+
+def main() -> None:
+    """Collect, fit both recipes, drive paired episodes, print and write the JSON."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--episodes", type=int, default=600, help="training episodes per B (600)")
+    ap.add_argument("--epochs", type=int, default=200, help="passes over the data (200)")
+    ap.add_argument("--eval", type=int, default=2000, help="paired episodes per B (2000)")
+    args = ap.parse_args()
+    th.set_num_threads(1)
+    data = {b: collect(b, args.episodes, 20_000) for b in SIZES}
+    base = {}
+    for b in SIZES:
+        env = make_env(b)
+        base[b] = {spec: np.array([r["utility"] for r in
+                                   run_episodes(env, spec, range(args.eval), EVAL_SEED)])
+                   for spec in ("uniform", "bamdp")}  # fmt: skip
+    rows = []
+    for recipe in ("squared error", "value regret"):
+        scorer = train(recipe, data, args.epochs)
+        for b in SIZES:
+            u, e, s = base[b]["uniform"], base[b]["bamdp"], drive(scorer, b, args.eval)
+            diff = s - e
+            rows.append({
+                "recipe": recipe, "num_questions": b,
+                "share_of_bamdp_gain": float((s - u).mean() / (e - u).mean()),
+                "bamdp_gain": float((e - u).mean()),
+                "minus_bamdp": float(diff.mean()),
+                "minus_bamdp_ci95": float(1.96 * diff.std(ddof=1) / np.sqrt(len(diff))),
+            })  # fmt: skip
+    print("| recipe | B | share of bamdp's gain | learned − bamdp (95 % CI) |")
+    print("|---|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['recipe']} | {r['num_questions']} | {100 * r['share_of_bamdp_gain']:.1f} % | "
+              f"{r['minus_bamdp']:+.4f} ± {r['minus_bamdp_ci95']:.4f} |")  # fmt: skip
+    path = Path(__file__).with_name("clone_by_value.json")
+    meta = {"episodes": args.episodes, "epochs": args.epochs, "eval_episodes": args.eval,
+            "eval_master_seed": EVAL_SEED}  # fmt: skip
+    path.write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+    print(f"written: {path}")
+
+
+if __name__ == "__main__":
+    main()
