@@ -24,6 +24,7 @@ from agents.bamdp.rounds import (
     plan_rounds,
     round_sizes,
 )
+from agents.bamdp.rounds import round_value_curves as plan_value_curves
 from agents.base import BaseAllocator, Beliefs, Obs
 
 PriorMode = Literal["tables", "interpolate"]
@@ -419,6 +420,38 @@ class BAMDPAllocator(BaseAllocator):
     def _relaxed_round(self, b: Beliefs) -> NDArray[np.int64] | None:
         """The round's counts by the rounds-aware relaxation, or None where it does not apply
         (more than ``MAX_EXACT_PRIORS`` distinct priors: the index rule decides)."""
+        found = self._relaxed_problem(b)
+        if found is None:
+            return None
+        plan, spec_of, t = found
+        counts = decide_round(plan, spec_of, t, b.successes, b.failures, b.capacity, b.round_size)
+        if self.round_split == "even" and b.round_size < b.budget_left:
+            counts = even_within_classes(counts, spec_of, b.successes, b.failures)
+        return counts
+
+    def round_value_curves(self, obs: Obs) -> NDArray[np.float64] | None:
+        """Each question's value curve for the next round ``[B, M + 1]``: the expected
+        continuation, under the rounds plan, of giving it m = 0..M of the round's rollouts (−inf
+        past what it may take); the relaxed round's counts maximise their sum under Σ = R. None
+        where the relaxation does not decide the round (rollouts one at a time, the index round
+        policy, more than ``MAX_EXACT_PRIORS`` distinct priors). What a learned allocator can be
+        fitted to: the value its round gives up (``agents.sb3.imitation``). Call it in the state
+        of an ``allocate`` (after ``reset``), before or after it."""
+        b = self.beliefs(obs)
+        if self.params.unit_rounds or self.round_policy != "relaxed" or b.round_size <= 1:
+            return None
+        found = self._relaxed_problem(b)
+        if found is None:
+            return None
+        plan, spec_of, t = found
+        values, rows = plan_value_curves(
+            plan, spec_of, t, b.successes, b.failures, b.capacity, b.round_size
+        )
+        return values[rows]
+
+    def _relaxed_problem(self, b: Beliefs) -> tuple[RoundsPlan, NDArray[np.int64], int] | None:
+        """``(plan, each question's prior in it, round index)`` of the relaxed round, or None
+        where it does not apply."""
         p = self.params
         pa, pb = self._param_priors
         if not np.all(prior_matches(pa, pb, b.prior_alpha, b.prior_beta, b.successes, b.failures)):
@@ -438,11 +471,7 @@ class BAMDPAllocator(BaseAllocator):
         if not 0 <= t < len(plan.rounds) or plan.rounds[t] != b.round_size:
             return None  # not on the schedule this plan was made for
         where = {(sp.alpha, sp.beta): g for g, sp in enumerate(plan.specs)}
-        spec_of = np.array([where[pr] for pr in pairs], dtype=np.int64)
-        counts = decide_round(plan, spec_of, t, b.successes, b.failures, b.capacity, b.round_size)
-        if self.round_split == "even" and b.round_size < b.budget_left:
-            counts = even_within_classes(counts, spec_of, b.successes, b.failures)
-        return counts
+        return plan, np.array([where[pr] for pr in pairs], dtype=np.int64), t
 
     def _kept_plan(
         self, p: AllocationParams, pairs: list[tuple[float, float]]

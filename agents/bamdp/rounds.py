@@ -622,10 +622,28 @@ def decide_round(
     capacity: NDArray[np.int64],
     R: int,
 ) -> NDArray[np.int64]:
-    """Round t's counts: each question's values E_m[W_{t+1}] under the plan, then the split
-    (exact where B·R·M is small enough, else by a price with an integer repair). A question
-    takes at most the round, its capacity and what keeps it within the tables' horizon (past it
-    the values are only optimistic), unless the round cannot be spent so."""
+    """Round t's counts: each question's values E_m[W_{t+1}] under the plan
+    (``round_value_curves``), then the split (exact where B·R·M is small enough, else by a
+    price with an integer repair)."""
+    values, rows = round_value_curves(plan, spec_of, t, s, f, capacity, R)
+    return _split(values, rows, R)
+
+
+def round_value_curves(
+    plan: RoundsPlan,
+    spec_of: NDArray[np.int64],
+    t: int,
+    s: NDArray[np.int64],
+    f: NDArray[np.int64],
+    capacity: NDArray[np.int64],
+    R: int,
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """``(values [states, M + 1], rows [B])``: for each distinct question state the expected
+    continuation E_m[W_{t+1}] of giving it m = 0..M of round t's rollouts under the plan, and each
+    question's row; ``values[rows]`` is question i's curve, −inf past what it may take (at most
+    the round, its capacity and what keeps it within the tables' horizon, past which the values
+    are only optimistic, unless the round cannot be spent so). Round t's counts maximise the sum
+    of the questions' values at their counts under Σ = R (``decide_round``)."""
     H = plan.tables[0].shape[1] - 1
     top = _room(capacity, R, H, s, f)
     M = int(top.max())
@@ -640,7 +658,7 @@ def decide_round(
         q = first[sel]
         ub = float(plan.ub[t])
         values[sel] = round_values(W, spec.alpha, spec.beta, ub, s[q], f[q], top[q], M)
-    return _split(values, rows, R)
+    return values, rows
 
 
 def _room(

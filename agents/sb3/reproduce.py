@@ -16,7 +16,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -51,6 +51,10 @@ class ReproduceConfig:
     )
     clone_sizes: str = field(
         default="16,64", metadata={"help": "batch sizes of the cloned episodes"}
+    )
+    clone_loss: Literal["squared", "value"] = field(
+        default="squared",
+        metadata={"help": "what the clone fits: 'squared' (counts) or 'value' (value given up)"},
     )
     total_timesteps: int | None = field(
         default=None, metadata={"help": "env steps (None: the hyperparameter file's n_timesteps)"}
@@ -98,6 +102,7 @@ def main(cfg: ReproduceConfig) -> Path:
             clone=cfg.clone,
             clone_episodes=cfg.clone_episodes,
             clone_sizes=cfg.clone_sizes,
+            clone_loss=cfg.clone_loss,
             progress=cfg.progress,
         )
     )

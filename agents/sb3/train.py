@@ -122,6 +122,13 @@ class TrainConfig:
     )
     clone_episodes: int = field(default=2000, metadata={"help": "expert episodes behind --clone"})
     clone_epochs: int = field(default=200, metadata={"help": "passes over the cloned decisions"})
+    clone_loss: Literal["squared", "value"] = field(
+        default="squared",
+        metadata={
+            "help": "what --clone fits: 'squared' (the expert's counts, squared error) or 'value' "
+            "(the value the decoded round gives up on the expert's own value curves; bamdp only)"
+        },
+    )
     clone_sizes: str = field(
         default="",
         metadata={
@@ -140,6 +147,11 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1 (or none), got {v}")
         if self.eval_episodes < 1:
             raise ValueError(f"eval_episodes must be >= 1, got {self.eval_episodes}")
+        if self.clone_loss == "value" and not self.clone:
+            raise ValueError(
+                "--clone-loss value says what a clone fits, and there is no --clone: give "
+                "--clone bamdp, or drop --clone-loss"
+            )
         if self.clone:
             if "Rounds" not in self.env:
                 raise ValueError(
@@ -150,6 +162,10 @@ class TrainConfig:
                 raise ValueError(
                     "--clone starts a policy from an expert, --resume continues a trained one: "
                     "give one of them"
+                )
+            if self.clone_loss not in ("squared", "value"):
+                raise ValueError(
+                    f"clone_loss must be 'squared' or 'value', got {self.clone_loss!r}"
                 )
             for name in ("clone_episodes", "clone_epochs"):
                 if getattr(self, name) < 1:
@@ -491,6 +507,7 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
             epochs=cfg.clone_epochs,
             sizes=cfg.clone_size_list(),
             seed=cfg.seed,
+            loss=cfg.clone_loss,
         )
         cloned_path = save_model(model, run_dir / "cloned.zip", meta)
         (run_dir / "clone.json").write_text(json.dumps(dataclasses.asdict(report), indent=2) + "\n")

@@ -196,3 +196,36 @@ def test_exact_policy_with_per_episode_priors():
 def test_large_instances_use_the_index_policy():
     p = AllocationParams(num_questions=64, budget=512)
     assert not agents.make_allocator("bamdp", p)._use_exact
+
+
+def test_round_value_curves_are_what_the_round_maximises():
+    """``round_value_curves``: bamdp's relaxed round maximises the sum of the questions' curves
+    at their counts (an exact split of the curves reaches the same value), −inf past what a
+    question may take; None where rollouts go one at a time."""
+    import adaroll_env
+    from agents.bamdp.rounds import split_round_exact
+    from agents.registry import make_allocator
+
+    gym.register_envs(adaroll_env)
+    env = gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=8, budget=64,
+                   difficulty="rlvr", utility="snr(8)")  # fmt: skip
+    alloc = make_allocator("bamdp", env)
+    decisions = 0
+    for seed in range(3):
+        obs, _ = env.reset(seed=seed)
+        done = False
+        while not done:
+            curves = alloc.round_value_curves(obs)
+            counts = alloc.allocate(obs)
+            assert curves is not None and curves.shape[0] == 8
+            best = split_round_exact(curves, int(counts.sum()))
+            rows = np.arange(8)
+            assert curves[rows, counts].sum() == pytest.approx(curves[rows, best].sum())
+            assert np.all(np.isfinite(curves[rows, counts]))
+            obs, _, done, _, _ = env.step(adaroll_env.encode_counts(counts))
+            decisions += 1
+    assert decisions == 3 * 8
+    seq = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=4, budget=16)
+    one = make_allocator("bamdp", seq)
+    obs, _ = seq.reset(seed=0)
+    assert one.round_value_curves(obs) is None

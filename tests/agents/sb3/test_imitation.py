@@ -113,3 +113,50 @@ def test_cloning_at_several_batch_sizes_fits_one_policy(tmp_path):
         assert alloc.allocate(obs).sum() == b
     with pytest.raises(ValueError, match="clone_sizes"):
         TrainConfig(clone="bamdp", clone_sizes="16,x")
+
+
+def test_cloning_by_the_value_given_up_lowers_it(tmp_path):
+    """``clone_loss="value"``: the clone is fitted to the value its decoded round gives up on
+    bamdp's own value curves; fitting lowers that value and the clone acts."""
+    cfg = TrainConfig(env=ROUNDS, env_kwargs=json.dumps(SMALL), total_timesteps=64, n_envs=1,
+                      eval_freq=0, save_freq=0, out=str(tmp_path), name="run", progress=False,
+                      references=False, tensorboard=False, clone="bamdp", clone_episodes=20,
+                      clone_epochs=100, clone_loss="value")  # fmt: skip
+    res = main(cfg)
+    report = json.loads((res.run_dir / "clone.json").read_text())
+    assert report["loss"] == "value" and report["decisions"] == (20 + 3 * 10) * 4
+    assert report["value_lost_before"] > 0.0
+    assert report["value_lost_after"] < 0.5 * report["value_lost_before"]
+    env = gym.make(ROUNDS, **SMALL)
+    obs, _ = env.reset(seed=0)
+    assert make_allocator(f"sb3:{res.cloned_path}", env).allocate(obs).sum() == 4
+    # the squared loss reports no value lost (no curves collected)
+    squared = main(TrainConfig(**{**cfg.__dict__, "name": "squared", "clone_loss": "squared",
+                                  "clone_episodes": 4, "clone_epochs": 2}))  # fmt: skip
+    plain = json.loads((squared.run_dir / "clone.json").read_text())
+    assert plain["loss"] == "squared" and plain["value_lost_after"] is None
+
+
+def test_the_value_loss_needs_an_expert_with_value_curves(tmp_path):
+    from agents.sb3.imitation import collect
+
+    with pytest.raises(ValueError, match="'uniform' has none: clone 'bamdp'"):
+        collect(ROUNDS, SMALL, "uniform", 1, 0, curves=[])
+    with pytest.raises(ValueError, match="there is no --clone"):
+        TrainConfig(clone_loss="value")
+    with pytest.raises(ValueError, match="clone_loss must be 'squared' or 'value'"):
+        TrainConfig(clone="bamdp", clone_loss="huber")  # type: ignore[arg-type]
+
+
+def test_the_value_given_up_is_zero_at_the_experts_round():
+    import torch as th
+
+    from agents.sb3.imitation import _value_lost
+
+    # two questions, a round of 2; concave curves; the expert gives (2, 0)
+    curves = th.tensor([[[0.0, 1.0, 1.5], [0.0, 0.4, 0.6]]], dtype=th.float64)
+    counts = th.tensor([[2, 0]])
+    at_expert = th.tensor([[1.0, -1.0]])  # weights (1, 0): the whole round to question 0
+    assert float(_value_lost(at_expert, counts, curves)) == pytest.approx(0.0, abs=1e-5)
+    even = th.tensor([[0.0, 0.0]])  # weights (1/2, 1/2): one each, 1.4 against 1.5
+    assert float(_value_lost(even, counts, curves)) == pytest.approx(0.1, abs=1e-5)
