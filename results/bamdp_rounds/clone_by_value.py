@@ -11,13 +11,13 @@ on 600 episodes at B = 16 and 64, ``rlvr``, G = 8, rounds of B, ``snr(8)``), net
 and epochs (``clone_fit.fit``), without DAgger or PPO:
 
 - ``squared error``: the shipped clone's loss (2c/K − 1, a hinge below −1 for questions left out);
-- ``value regret``: the value lost, as above.
+- ``value regret``: the value lost, as above (now ``adaroll train-sb3 --clone-loss value``, with
+  DAgger; this script keeps the offline comparison that led to it).
 
 Each fitted scorer then *drives* 2,000 paired episodes a B (master seed 5, which no benchmark or
 selection uses) beside ``uniform`` and ``bamdp``; reported: its share of ``bamdp``'s gain over
-``uniform`` and its paired difference from ``bamdp`` with a 95 % interval. The value curves are
-read by wrapping ``agents.bamdp.rounds._split``, the function that splits a round from them (a
-diagnosis, not an API). Writes ``clone_by_value.json`` beside this file.
+``uniform`` and its paired difference from ``bamdp`` with a 95 % interval. The value curves come
+from ``BAMDPAllocator.round_value_curves``. Writes ``clone_by_value.json`` beside this file.
 
     python results/bamdp_rounds/clone_by_value.py [--episodes 600] [--epochs 200] [--eval 2000]
 """
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -35,7 +34,6 @@ import torch as th
 from numpy.typing import NDArray
 
 import adaroll_env
-import agents.bamdp.rounds as rounds
 from agents.benchmarks.runner import episode_seeds, run_episodes
 from agents.registry import make_allocator
 from agents.sb3.features import flat_features
@@ -57,37 +55,25 @@ def make_env(num_questions: int) -> gym.Env:  # type: ignore[type-arg]
 
 def collect(num_questions: int, episodes: int, seed: int) -> Data:
     """``(features, expert counts, value curves [n, B, M_MAX])`` of every decision."""
-    seen: dict[str, NDArray[np.float64]] = {}
-    split = rounds._split
-
-    def recording(values: NDArray[np.float64], rows: NDArray[np.int64], R: int) -> Any:
-        seen["values"] = values[rows]
-        return split(values, rows, R)
-
     env = make_env(num_questions)
     params = env.unwrapped.params  # type: ignore[attr-defined]
     expert = make_allocator("bamdp", env)
     xs, cs, vs = [], [], []
-    rounds._split = recording
-    try:
-        for ep in range(episodes):
-            obs, _ = env.reset(seed=seed + ep)
-            done = False
-            while not done:
-                seen.clear()
-                counts = np.asarray(expert.allocate(obs), dtype=np.int64)
-                if "values" not in seen:
-                    raise RuntimeError("bamdp decided a round without its value curves")
-                v = np.full((num_questions, M_MAX), -np.inf)
-                got = seen["values"][:, :M_MAX]
-                v[:, : got.shape[1]] = got
-                xs.append(flat_features(params, obs))
-                cs.append(counts)
-                vs.append(v)
-                obs, _, terminated, truncated, _ = env.step(adaroll_env.encode_counts(counts))
-                done = bool(terminated or truncated)
-    finally:
-        rounds._split = split
+    for ep in range(episodes):
+        obs, _ = env.reset(seed=seed + ep)
+        done = False
+        while not done:
+            got = expert.round_value_curves(obs)  # type: ignore[attr-defined]
+            if got is None:
+                raise RuntimeError("bamdp decided a round without its value curves")
+            counts = np.asarray(expert.allocate(obs), dtype=np.int64)
+            v = np.full((num_questions, M_MAX), -np.inf)
+            v[:, : min(got.shape[1], M_MAX)] = got[:, :M_MAX]
+            xs.append(flat_features(params, obs))
+            cs.append(counts)
+            vs.append(v)
+            obs, _, terminated, truncated, _ = env.step(adaroll_env.encode_counts(counts))
+            done = bool(terminated or truncated)
     return np.stack(xs), np.stack(cs), np.stack(vs)
 
 
