@@ -52,13 +52,18 @@ def test_the_sequential_env_is_refused():
                        episodes=1, seed=0)  # fmt: skip
 
 
-def test_cloning_fits_the_experts_actions(tmp_path):
+def _clone(tmp_path, name="run", **clone):
+    """A 64-step PPO run of the small rounds env started by ``--clone bamdp``: the result and
+    its ``clone.json``."""
     cfg = TrainConfig(env=ROUNDS, env_kwargs=json.dumps(SMALL), total_timesteps=64, n_envs=1,
-                      eval_freq=0, save_freq=0, out=str(tmp_path), name="run", progress=False,
-                      references=False, tensorboard=False, clone="bamdp", clone_episodes=40,
-                      clone_epochs=300)  # fmt: skip
+                      eval_freq=0, save_freq=0, out=str(tmp_path), name=name, progress=False,
+                      references=False, tensorboard=False, clone="bamdp", **clone)  # fmt: skip
     res = main(cfg)
-    report = json.loads((res.run_dir / "clone.json").read_text())
+    return res, json.loads((res.run_dir / "clone.json").read_text())
+
+
+def test_cloning_fits_the_experts_actions(tmp_path):
+    res, report = _clone(tmp_path, clone_episodes=40, clone_epochs=300)
     # 40 expert episodes, then three DAgger iterations of 20 episodes driven by the clone
     assert report["expert"] == "bamdp" and report["decisions"] == (40 + 3 * 20) * 4
     assert report["action_mse_after"] < 0.5 * report["action_mse_before"]
@@ -97,12 +102,7 @@ def test_clone_config_errors(kw, message):
 def test_cloning_at_several_batch_sizes_fits_one_policy(tmp_path):
     """``clone_sizes``: episodes at B = 4 and B = 8 (same rollouts per question) train the one
     equivariant policy, read at each size; afterwards it still loads and acts at both."""
-    cfg = TrainConfig(env=ROUNDS, env_kwargs=json.dumps(SMALL), total_timesteps=64, n_envs=1,
-                      eval_freq=0, save_freq=0, out=str(tmp_path), name="run", progress=False,
-                      references=False, tensorboard=False, clone="bamdp", clone_episodes=10,
-                      clone_epochs=20, clone_sizes="4,8")  # fmt: skip
-    res = main(cfg)
-    report = json.loads((res.run_dir / "clone.json").read_text())
+    res, report = _clone(tmp_path, clone_episodes=10, clone_epochs=20, clone_sizes="4,8")
     # (10 + 3 · 5) episodes of 4 decisions at each size (N = 4·B, rounds of B)
     assert report["decisions"] == 2 * (10 + 3 * 5) * 4
     assert report["action_mse_after"] < report["action_mse_before"]
@@ -118,23 +118,19 @@ def test_cloning_at_several_batch_sizes_fits_one_policy(tmp_path):
 def test_cloning_by_the_value_given_up_lowers_it(tmp_path):
     """``clone_loss="value"``: the clone is fitted to the value its decoded round gives up on
     bamdp's own value curves; fitting lowers that value and the clone acts."""
-    cfg = TrainConfig(env=ROUNDS, env_kwargs=json.dumps(SMALL), total_timesteps=64, n_envs=1,
-                      eval_freq=0, save_freq=0, out=str(tmp_path), name="run", progress=False,
-                      references=False, tensorboard=False, clone="bamdp", clone_episodes=20,
-                      clone_epochs=100, clone_loss="value")  # fmt: skip
-    res = main(cfg)
-    report = json.loads((res.run_dir / "clone.json").read_text())
+    res, report = _clone(tmp_path, clone_episodes=20, clone_epochs=100, clone_loss="value")
     assert report["loss"] == "value" and report["decisions"] == (20 + 3 * 10) * 4
     assert report["value_lost_before"] > 0.0
     assert report["value_lost_after"] < 0.5 * report["value_lost_before"]
     env = gym.make(ROUNDS, **SMALL)
     obs, _ = env.reset(seed=0)
     assert make_allocator(f"sb3:{res.cloned_path}", env).allocate(obs).sum() == 4
-    # the squared loss reports no value lost (no curves collected)
-    squared = main(TrainConfig(**{**cfg.__dict__, "name": "squared", "clone_loss": "squared",
-                                  "clone_episodes": 4, "clone_epochs": 2}))  # fmt: skip
-    plain = json.loads((squared.run_dir / "clone.json").read_text())
+    # the squared loss on the same data and seeds: no value lost reported (no curves collected),
+    # and the counts fitted far closer (0.25 against 0.58 when written): the value loss is what
+    # drove the fit above, not the squared error
+    _, plain = _clone(tmp_path, clone_episodes=20, clone_epochs=100, name="squared")
     assert plain["loss"] == "squared" and plain["value_lost_after"] is None
+    assert report["action_mse_after"] > 1.5 * plain["action_mse_after"]
 
 
 def test_the_value_loss_needs_an_expert_with_value_curves(tmp_path):
