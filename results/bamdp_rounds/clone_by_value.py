@@ -37,6 +37,7 @@ import adaroll_env
 from agents.benchmarks.runner import episode_seeds, run_episodes
 from agents.registry import make_allocator
 from agents.sb3.features import flat_features
+from agents.sb3.imitation import _flat_past_top, _value_lost
 from agents.sb3.policy import QuestionScorer
 from results.bamdp_rounds.clone_fit import SIZES, fit, squared_error
 
@@ -77,22 +78,6 @@ def collect(num_questions: int, episodes: int, seed: int) -> Data:
     return np.stack(xs), np.stack(cs), np.stack(vs)
 
 
-def flat_past_top(v: th.Tensor) -> th.Tensor:
-    """Curves continued flat past the largest m a question may take (−inf there)."""
-    finite = th.isfinite(v)
-    last = th.where(finite, v, th.tensor(-1e30, dtype=v.dtype)).max(dim=-1).values
-    return th.where(finite, v, last.unsqueeze(-1))
-
-
-def value_at(v: th.Tensor, m: th.Tensor) -> th.Tensor:
-    """Each curve of ``v [n, B, M]`` at real ``m [n, B]``, linear between integers."""
-    lo = th.clamp(m.floor(), 0, M_MAX - 2).long()
-    frac = (m - lo).clamp(0.0, 1.0)
-    v0 = th.gather(v, 2, lo.unsqueeze(-1)).squeeze(-1)
-    v1 = th.gather(v, 2, (lo + 1).unsqueeze(-1)).squeeze(-1)
-    return v0 + frac * (v1 - v0)
-
-
 def train(recipe: str, data: dict[int, Data], epochs: int) -> QuestionScorer:
     """One recipe's scorer fitted to the data."""
     th.manual_seed(0)
@@ -102,16 +87,12 @@ def train(recipe: str, data: dict[int, Data], epochs: int) -> QuestionScorer:
     scale = max(int(c.max()) for _, c, _ in data.values())
     tensors = {}
     for b, (x, c, v) in data.items():
-        curves = flat_past_top(th.as_tensor(v))
+        curves = th.as_tensor(_flat_past_top(v))
         ct = th.as_tensor(c)
-        best = th.gather(curves, 2, ct.clamp(max=M_MAX - 1).unsqueeze(-1)).squeeze(-1).sum(-1)
-        tensors[b] = (th.as_tensor(x), ct, curves, best)
+        tensors[b] = (th.as_tensor(x), ct, curves)
 
     def value_regret(b: int, mean: th.Tensor, rows: tuple[th.Tensor, ...]) -> th.Tensor:
-        _, c, curves, best = rows
-        w = (th.clamp(mean, -1.0, 1.0) + 1.0) / 2.0 + 1e-6
-        soft = c.sum(-1, keepdim=True).to(w.dtype) * w / w.sum(-1, keepdim=True)
-        return (best - value_at(curves, soft).sum(-1)).mean()
+        return _value_lost(mean, rows[1], rows[2])
 
     loss = squared_error(scale) if recipe == "squared error" else value_regret
     fit(scorer, tensors, epochs, loss, gen)
