@@ -1,6 +1,6 @@
 """The cost of ``AllocatingGRPOTrainer`` against plain ``trl.GRPOTrainer``, in one run.
 
-What ``scripts/bench_trl_overhead.py`` runs. Three variants train the tiny model on the
+What ``scripts/bench_trl_overhead.py`` runs. Four variants train the tiny model on the
 arithmetic task with the same TRL settings (``B`` prompts × ``G`` completions per step, one
 optimizer step per generation batch):
 
@@ -9,11 +9,11 @@ optimizer step per generation batch):
   round, ``G`` per prompt, TRL's row order). Every block of both starts from the same weights
   with the same seed, so they generate the very same completions: the difference in step time
   is the subclass's own cost (gathering the rows, the allocator, the belief store, the metrics);
-- ``bamdp``: ``AllocatingGRPOTrainer(allocator="bamdp")`` at the package's defaults (a pilot of
+- ``bamdp``: ``AllocatingGRPOTrainer(allocator="bamdp")`` at its defaults (a pilot of
   2 completions a prompt, then two equal rounds, ``snr(8)``, belief priors fitted per group),
   which costs one generate call and one scoring call per round, the pilot's included;
-- ``prior_filter``: ``AllocatingGRPOTrainer(allocator="prior_filter")`` with a pool, as the
-  README recommends it on arithmetic: 2·``B`` prompts of ``G``/2 completions (the same budget),
+- ``prior_filter``: ``AllocatingGRPOTrainer(allocator="prior_filter")`` with a pool, the
+  default allocator of the README and ``scripts/trl_example.py`` since 2026-12-07: 2·``B`` prompts of ``G``/2 completions (the same budget),
   groups of ``G`` to the prompts the grouped prior does not call hopeless or solved, one round
   (``G`` even and at least 4).
 
@@ -25,9 +25,9 @@ scoring, allocation, old log-probs), inside it the generate calls
 (``_generate_single_turn``) and the reward calls (``_calculate_rewards``), and the allocator's
 own seconds (``AllocationRecord.alloc_seconds``). The rest of the step is TRL's loss, backward
 and optimizer step. The overhead is the median over blocks of
-``uniform s/step ÷ trl s/step − 1`` (the subclass's own cost) and of ``bamdp s/step ÷ trl
-s/step`` (what a user of the default allocator pays, rounds included), likewise for
-``prior_filter``; the allocation share is
+``uniform s/step ÷ trl s/step − 1`` (the subclass's own cost) and of ``prior_filter s/step ÷
+trl s/step`` (what a user of the default allocator pays), likewise for ``bamdp`` (rounds and
+pilot included); the allocation share is
 the allocator's seconds (its priors and their refits included) over the step's.
 
 >>> result = main(TrlOverheadConfig(blocks=1, steps=2))  # doctest: +SKIP

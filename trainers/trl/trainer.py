@@ -5,7 +5,12 @@ One changed line turns a TRL GRPO script into an allocating one::
     from trainers.trl.trainer import AllocatingGRPOTrainer as GRPOTrainer
 
     trainer = GRPOTrainer(model=..., reward_funcs=..., args=GRPOConfig(...),
-                          train_dataset=..., allocator="bamdp")
+                          train_dataset=..., allocator="prior_filter")
+
+The recommended allocator (the README's and ``scripts/trl_example.py``'s default) is
+``prior_filter`` with a pool: ``num_generations`` halved and twice the prompts a batch (the same
+completions), so that it can skip the prompts its grouped prior calls hopeless or solved.
+``allocator`` itself defaults to ``"uniform"``, plain TRL bit for bit.
 
 Budget semantics. Each generation batch keeps the prompts TRL drew and exactly the completions
 TRL would have generated (prompts × ``num_generations``); only how many each prompt gets changes,
@@ -71,7 +76,7 @@ because TRL's hooks must be methods of one subclass; the TRL-free pieces (prompt
 dataset and reward adapters, records, argument checks) live in :mod:`trainers.trl.adapters`.
 
 >>> trainer = AllocatingGRPOTrainer(model=..., reward_funcs=..., args=...,
-...                                 train_dataset=..., allocator="bamdp")  # doctest: +SKIP
+...                                 train_dataset=..., allocator="prior_filter")  # doctest: +SKIP
 """
 
 from __future__ import annotations

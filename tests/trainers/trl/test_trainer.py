@@ -646,8 +646,9 @@ def test_example_script_trains_and_checkpoints_the_beliefs(
     spec.loader.exec_module(module)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = module.main("bamdp", max_steps=2, out=str(tmp_path))
+        trainer = module.main("bamdp", max_steps=2, out=str(tmp_path), num_generations=8)
     assert [sum(r.counts) for r in trainer.allocations] == [512, 512]  # the recipe: 64 × 8
+    assert [len(r.counts) for r in trainer.allocations] == [64, 64]
     assert (trainer.args.learning_rate, trainer.args.loss_type) == (1e-4, "dapo")
     saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())
     assert saved["allocator"] == "bamdp"
@@ -661,3 +662,29 @@ def test_example_script_trains_and_checkpoints_the_beliefs(
         example_id=rows["example_id"],
     )
     assert reward == [1.0, 0.0, 1.0]
+
+
+def test_example_script_default_is_prior_filter_on_a_pool(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example's default (the README's recommended allocator): TRL draws 128 prompts of 4 and
+    prior_filter gives groups of 8 to 64 of them, the same 512 completions a step."""
+    import importlib.util
+
+    monkeypatch.setenv("ADAROLL_CACHE_DIR", str(tiny_model_dir.parents[1]))
+    spec = importlib.util.spec_from_file_location("trl_example", ROOT / "scripts/trl_example.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ValueError, match="num_generations must divide the 512 completions"):
+        module.main(num_generations=3, out=str(tmp_path / "bad"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = module.main(max_steps=1, out=str(tmp_path))
+    # with a pool there is something to filter: prior_filter's "allocates as uniform" warning
+    # (a batch of 64 prompts of 8) must not come
+    assert not [w for w in caught if "prior_filter" in str(w.message)]
+    (record,) = trainer.allocations
+    assert len(record.counts) == 128 and sum(record.counts) == 512
+    assert sorted(set(record.counts)) == [0, 8] and record.counts.count(8) == 64
+    assert trainer.args.num_generations == 4
