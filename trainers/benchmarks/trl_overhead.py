@@ -13,9 +13,9 @@ optimizer step per generation batch):
   2 completions a prompt, then two equal rounds, ``snr(8)``, belief priors fitted per group),
   which costs one generate call and one scoring call per round, the pilot's included;
 - ``prior_filter``: ``AllocatingGRPOTrainer(allocator="prior_filter")`` with a pool, the
-  default allocator of the README and ``scripts/trl_example.py`` since 2026-12-07: 2·``B`` prompts of ``G``/2 completions (the same budget),
-  groups of ``G`` to the prompts the grouped prior does not call hopeless or solved, one round
-  (``G`` even and at least 4).
+  default allocator of the README and ``scripts/trl_example.py`` since 2026-12-07: 2·``B``
+  prompts of ``G``/2 completions (the same budget), groups of ``G`` to the prompts the grouped
+  prior does not call hopeless or solved, one round (``G`` even and at least 4).
 
 The variants run in alternating blocks (``blocks`` × (``warmup_steps`` untimed + ``steps``
 timed) each, a fresh trainer per block), so machine noise falls on all alike. A step is timed
