@@ -9,10 +9,11 @@ long at B = 16 as at B = 64 but follow a noisier gradient.
 
 The default allocator is ``prior_filter`` with a pool: TRL draws 128 prompts of 4 completions
 (``num_generations=4``), and the allocator gives groups of 8 to 64 of them that the fitted prior
-does not call hopeless or solved — the same 512 completions. Plain TRL's recipe, and ``bamdp``
-as measured, is 64 prompts of 8: ``--allocator uniform --num-generations 8``.
+does not call hopeless or solved — the same 512 completions. Any other allocator gets plain
+TRL's recipe, 64 prompts of 8 (``--allocator uniform`` is plain TRL), unless
+``--num-generations`` says otherwise.
 
-    python scripts/trl_example.py [--allocator prior_filter] [--num-generations 4]
+    python scripts/trl_example.py [--allocator prior_filter] [--num-generations N]
                                   [--max-steps 30] [--out runs/trl_example]
 
 Needs the trl extra: pip install -e ".[trl]". Runs on a CPU in about a minute (30 steps).
@@ -35,10 +36,13 @@ def main(
     allocator: str = "prior_filter",
     max_steps: int = 30,
     out: str = "runs/trl_example",
-    num_generations: int = 4,
+    num_generations: int | None = None,
 ) -> Any:
     """Train the tiny model with TRL and ``allocator`` (512 completions a step, as
-    512 / ``num_generations`` prompts of ``num_generations``); returns the trainer."""
+    512 / ``num_generations`` prompts of ``num_generations``: by default 4 for ``prior_filter``,
+    a pool of 128 prompts, and 8 for any other allocator); returns the trainer."""
+    if num_generations is None:
+        num_generations = 4 if allocator == "prior_filter" else 8
     if num_generations < 2 or 512 % num_generations:
         raise ValueError(
             f"num_generations must divide the 512 completions a step and be >= 2, got "
@@ -90,9 +94,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--num-generations",
         type=int,
-        default=4,
-        help="TRL's num_generations: 4 hands the allocator a pool of 128 prompts (prior_filter's "
-        "setting), 8 gives 64 prompts (plain TRL's recipe, and bamdp as measured)",
+        default=None,
+        help="TRL's num_generations (default: 4 for prior_filter, which hands it a pool of 128 "
+        "prompts; 8 for any other allocator, plain TRL's recipe of 64 prompts)",
     )
     parser.add_argument("--max-steps", type=int, default=30, help="optimizer steps")
     parser.add_argument("--out", default="runs/trl_example", help="TRL output directory")

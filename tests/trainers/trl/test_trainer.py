@@ -646,7 +646,7 @@ def test_example_script_trains_and_checkpoints_the_beliefs(
     spec.loader.exec_module(module)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = module.main("bamdp", max_steps=2, out=str(tmp_path), num_generations=8)
+        trainer = module.main("bamdp", max_steps=2, out=str(tmp_path))  # its default: 64 × 8
     assert [sum(r.counts) for r in trainer.allocations] == [512, 512]  # the recipe: 64 × 8
     assert [len(r.counts) for r in trainer.allocations] == [64, 64]
     assert (trainer.args.learning_rate, trainer.args.loss_type) == (1e-4, "dapo")
