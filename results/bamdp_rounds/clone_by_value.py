@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -99,24 +101,40 @@ def train(recipe: str, data: dict[int, Data], epochs: int) -> QuestionScorer:
     return scorer
 
 
-def drive(scorer: QuestionScorer, num_questions: int, episodes: int) -> NDArray[np.float64]:
-    """Utility of the scorer's episodes, paired with ``run_episodes``' (same env seeds)."""
+def drive_policy(
+    choose: Callable[[Any, dict[str, Any]], NDArray[Any]],
+    num_questions: int,
+    episodes: int,
+    on_reset: Callable[[Any], None] | None = None,
+) -> NDArray[np.float64]:
+    """Utility of the episodes ``choose(params, obs) -> action`` plays, paired with
+    ``run_episodes``' (the same env seeds); ``on_reset(params)`` runs at each episode's start."""
     env = make_env(num_questions)
     params = env.unwrapped.params  # type: ignore[attr-defined]
-    scorer.num_questions = num_questions
     out = []
     for i in range(episodes):
         obs, _ = env.reset(seed=episode_seeds(EVAL_SEED, i)[0])
+        if on_reset is not None:
+            on_reset(params)
         done, total = False, 0.0
         while not done:
-            with th.no_grad():
-                x = th.as_tensor(flat_features(params, obs))[None]
-                action = np.clip(scorer.scores(x)[0].numpy(), -1.0, 1.0).astype(np.float32)
-            obs, reward, terminated, truncated, _ = env.step(action)
+            obs, reward, terminated, truncated, _ = env.step(choose(params, obs))
             total += float(reward)
             done = bool(terminated or truncated)
         out.append(total)
     return np.asarray(out)
+
+
+def drive(scorer: QuestionScorer, num_questions: int, episodes: int) -> NDArray[np.float64]:
+    """Utility of the scorer's episodes, paired with ``run_episodes``' (same env seeds)."""
+    scorer.num_questions = num_questions
+
+    def choose(params: Any, obs: dict[str, Any]) -> NDArray[np.float32]:
+        with th.no_grad():
+            x = th.as_tensor(flat_features(params, obs))[None]
+            return np.clip(scorer.scores(x)[0].numpy(), -1.0, 1.0).astype(np.float32)
+
+    return drive_policy(choose, num_questions, episodes)
 
 
 def main() -> None:
