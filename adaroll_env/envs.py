@@ -57,9 +57,17 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         drift: float = 0.0,
         reward_mode: RewardMode = "dense",
         reveal_truth: bool = False,
+        outcomes: str = "binomial",
         render_mode: str | None = None,
     ) -> None:
         self.difficulty = resolve_difficulty(difficulty)
+        if outcomes not in OUTCOMES:
+            raise ValueError(
+                f"outcomes must be one of {list(OUTCOMES)}, got {outcomes!r}: 'binomial' draws "
+                "each round's successes from the env's stream (the default), 'common' gives each "
+                "question's k-th rollout the same uniform draw whichever policy asks for it"
+            )
+        self.outcomes = outcomes
         a, b = resolve_beliefs(self.difficulty, belief, prior_alpha, prior_beta)
         if isinstance(round_schedule, str):  # a spec: counts summing to N − pilot·B, or fractions
             N = 8 * num_questions if budget is None else budget
@@ -183,11 +191,11 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         self._true_p = np.asarray(true_p, dtype=np.float64)
         self._true_p_list: list[float] = self._true_p.tolist()
         state = model.initial_state(p)
+        if self.outcomes == "common":
+            self._common = CommonOutcomes(self.np_random, self._true_p)
         if p.pilot_rollouts > 0:
             counts = model.pilot_counts(p)
-            state = model.apply_counts(
-                p, state, counts, self.np_random.binomial(counts, self._true_p)
-            )
+            state = model.apply_counts(p, state, counts, self._successes(state.rollouts, counts))
         self._state = state
         self._qutil = np.array(model.question_utilities(p, state))
         self._utility = float(np.add.reduce(self._qutil))
@@ -195,9 +203,15 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         self._redirected = 0
         self._last_counts = state.rollouts.copy()
         self._last_action = None
-        if self._mode == "sequential":
+        if self._mode == "sequential" and self.outcomes == "binomial":
             self._uniforms: list[float] = self.np_random.random(p.total_budget).tolist()
         return self._obs(), self._info()
+
+    def _successes(self, before: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[Any]:
+        """Successes of ``counts`` more rollouts per question after ``before`` of them."""
+        if self.outcomes == "common":
+            return self._common.successes(before, counts)
+        return self.np_random.binomial(counts, self._true_p)  # type: ignore[no-any-return]
 
     def render(self) -> str | None:
         """``render_mode="ansi"``: a table of beliefs and allocations as a string."""
@@ -262,6 +276,50 @@ def render_table(
     return "\n".join(lines) + "\n"
 
 
+#: how a simulated env draws rollout outcomes (its ``outcomes`` argument)
+OUTCOMES = ("binomial", "common")
+
+
+class CommonOutcomes:
+    """Common random numbers for an episode: question i's k-th rollout succeeds iff
+    ``u[i, k] < p_i``, with ``u[i, k]`` a uniform fixed by the episode's seed, i and k alone.
+
+    Two policies run on the same seed then see the same outcome wherever they give a question
+    the same number of rollouts: placing one rollout elsewhere changes only that rollout, not
+    every later draw of the episode (as one ``binomial`` over all questions per round does), so
+    their paired difference measures the allocations and not the noise of desynchronised
+    streams. Each outcome is still a Bernoulli(p_i) draw, independent of the others. The
+    uniforms come in blocks of ``BLOCK`` rollouts per question, block j from a Philox generator
+    keyed by the episode's key and j, drawn when a question first reaches it.
+    """
+
+    BLOCK = 16
+
+    def __init__(self, rng: np.random.Generator, true_p: NDArray[np.float64]) -> None:
+        self.key = int(rng.integers(0, 2**63))
+        self.p = true_p
+        self.u = np.empty((true_p.size, 0))
+
+    def _reach(self, width: int) -> None:
+        while self.u.shape[1] < width:
+            j = self.u.shape[1] // self.BLOCK
+            g = np.random.Generator(np.random.Philox(key=np.array([self.key, j], dtype=np.uint64)))
+            self.u = np.concatenate([self.u, g.random((self.p.size, self.BLOCK))], axis=1)
+
+    def successes(self, before: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[Any]:
+        """Successes of rollouts ``before[i] .. before[i] + counts[i] − 1`` of each question."""
+        end = before + counts
+        self._reach(int(end.max(initial=0)))
+        cols = np.arange(self.u.shape[1])
+        take = (cols >= before[:, None]) & (cols < end[:, None])
+        return np.sum(take & (self.u < self.p[:, None]), axis=1)  # type: ignore[no-any-return]
+
+    def outcome(self, question: int, k: int) -> bool:
+        """Whether rollout ``k`` (from 0) of ``question`` succeeds."""
+        self._reach(k + 1)
+        return bool(self.u[question, k] < self.p[question])
+
+
 def _arguments() -> list[str]:
     """The keyword arguments every simulated env takes (those of the shared ``__init__``)."""
     return [n for n in inspect.signature(_SimulatedAllocationEnv.__init__).parameters][1:]
@@ -324,8 +382,11 @@ class BetaBernoulliEnv(_SimulatedAllocationEnv):
     whose prior makes the pilot's outcome nearly certain skip it), ``max_group`` (None),
     ``utility`` ("snr(8)"), ``difficulty`` ("rlvr"), ``belief`` ("matched": the Beta fitted
     to ``difficulty``; or a pair), ``prior_alpha`` / ``prior_beta`` (override ``belief``),
-    ``drift`` (0.0), ``reward_mode`` ("dense"), ``reveal_truth`` (False), ``invalid_action``
-    ("raise"), ``render_mode`` (None or "ansi").
+    ``drift`` (0.0), ``reward_mode`` ("dense"), ``reveal_truth`` (False), ``outcomes``
+    ("binomial": outcomes from the env's own stream; "common": question i's k-th rollout gets
+    the same uniform draw whichever policy asks for it — common random numbers, so that two
+    policies run on the same seed stay paired after their allocations differ:
+    ``CommonOutcomes``), ``invalid_action`` ("raise"), ``render_mode`` (None or "ansi").
 
     >>> import gymnasium as gym, adaroll_env
     >>> env = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=4, budget=16, pilot=1)
@@ -374,7 +435,10 @@ class BetaBernoulliEnv(_SimulatedAllocationEnv):
             q = int(np.argmax(var))
             self._redirected += 1
         # Uniforms for the episode's rollouts are drawn once in reset (same stream, cheaper).
-        outcome = self._uniforms[self._state.spent] < self._true_p_list[q]
+        if self.outcomes == "common":
+            outcome = self._common.outcome(q, int(self._state.rollouts[q]))
+        else:
+            outcome = self._uniforms[self._state.spent] < self._true_p_list[q]
         self._state = model.apply(p, self._state, q, outcome)
         self._last_action = q
         return self._finish_step(q)
@@ -513,7 +577,7 @@ class BetaBernoulliRoundsEnv(_SimulatedAllocationEnv):
                 f"instead: give counts that sum to {R} within the caps, or pass the weights as "
                 "a plain array (np.asarray) to have them split"
             )
-        successes = self.np_random.binomial(counts, self._true_p)
+        successes = self._successes(self._state.rollouts, counts)
         # decode_action's counts fit the round and the caps, and successes <= counts: no checks
         self._state = model.advance(self._state, counts, successes)
         self._last_counts = counts

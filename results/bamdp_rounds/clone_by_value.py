@@ -49,11 +49,12 @@ EVAL_SEED = 5
 Data = tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.float64]]
 
 
-def make_env(num_questions: int) -> gym.Env:  # type: ignore[type-arg]
-    """The rounds env of these settings at B."""
+def make_env(num_questions: int, outcomes: str = "binomial") -> gym.Env:  # type: ignore[type-arg]
+    """The rounds env of these settings at B (``outcomes``: the env's argument)."""
     gym.register_envs(adaroll_env)
     return gym.make("AdaRoll/BetaBernoulliRounds-v0", num_questions=num_questions,
-                    budget=8 * num_questions, difficulty="rlvr", utility="snr(8)")  # fmt: skip
+                    budget=8 * num_questions, difficulty="rlvr", utility="snr(8)",
+                    outcomes=outcomes)  # fmt: skip
 
 
 def collect(num_questions: int, episodes: int, seed: int) -> Data:
@@ -106,10 +107,11 @@ def drive_policy(
     num_questions: int,
     episodes: int,
     on_reset: Callable[[Any], None] | None = None,
+    outcomes: str = "binomial",
 ) -> NDArray[np.float64]:
     """Utility of the episodes ``choose(params, obs) -> action`` plays, paired with
     ``run_episodes``' (the same env seeds); ``on_reset(params)`` runs at each episode's start."""
-    env = make_env(num_questions)
+    env = make_env(num_questions, outcomes)
     params = env.unwrapped.params  # type: ignore[attr-defined]
     out = []
     for i in range(episodes):

@@ -156,7 +156,9 @@ def shipped_value_lost(num_questions: int, seed: int) -> float:
     return float(np.sum(lost) / HELD_OUT)
 
 
-def drive(net: CurveNet, num_questions: int, episodes: int) -> NDArray[np.float64]:
+def drive(
+    net: CurveNet, num_questions: int, episodes: int, outcomes: str = "binomial"
+) -> NDArray[np.float64]:
     """Utility of the network's episodes, paired with ``run_episodes``' (same env seeds)."""
     rule = make_allocator("bamdp", make_env(num_questions))  # only for the room rule
     net.num_questions = num_questions
@@ -169,7 +171,8 @@ def drive(net: CurveNet, num_questions: int, episodes: int) -> NDArray[np.float6
         counts = decide(net, flat_features(params, obs), room, R)
         return adaroll_env.encode_counts(counts)  # type: ignore[no-any-return]
 
-    return drive_policy(choose, num_questions, episodes, lambda p: rule.reset(p, seed=0))
+    reset = lambda p: rule.reset(p, seed=0)  # noqa: E731
+    return drive_policy(choose, num_questions, episodes, reset, outcomes)
 
 
 def main() -> None:
@@ -180,6 +183,10 @@ def main() -> None:
     ap.add_argument("--eval", type=int, default=2000, help="paired episodes per B (2000)")
     ap.add_argument("--hidden", type=int, default=64, help="network width (64, the shipped one)")
     ap.add_argument("--out", default="clone_curves.json", help="JSON name beside this file")
+    ap.add_argument("--outcomes", default="binomial", choices=["binomial", "common"],
+                    help="the env's outcomes for the driven episodes (binomial, the default; "
+                    "common: common random numbers, so the pairing survives a different "
+                    "allocation)")  # fmt: skip
     args = ap.parse_args()
     th.set_num_threads(1)
     data = {b: collect(b, args.episodes, 20_000) for b in SIZES}
@@ -195,11 +202,11 @@ def main() -> None:
 
         lost = value_lost(by_net, b, held[b])
         lost_shipped = shipped_value_lost(b, 30_000)
-        env = make_env(b)
+        env = make_env(b, args.outcomes)
         u, e = (np.array([r["utility"] for r in run_episodes(env, spec, range(args.eval),
                                                              EVAL_SEED)])
                 for spec in ("uniform", "bamdp"))  # fmt: skip
-        s = drive(net, b, args.eval)
+        s = drive(net, b, args.eval, args.outcomes)
         diff = s - e
         rows.append({
             "num_questions": b,
@@ -226,6 +233,8 @@ def main() -> None:
     meta = {"episodes": args.episodes, "epochs": args.epochs, "eval_episodes": args.eval,
             "eval_master_seed": EVAL_SEED, "marginal_scale": scale, "hidden": args.hidden,
             "held_out_episodes": HELD_OUT}  # fmt: skip
+    if args.outcomes != "binomial":
+        meta["outcomes"] = args.outcomes
     path.write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
     print(f"written: {path}")
 
