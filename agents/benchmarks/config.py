@@ -13,6 +13,7 @@ import gymnasium as gym
 
 import adaroll_env
 from adaroll_env import model as am
+from adaroll_env.envs import OUTCOMES
 from adaroll_env.errors import unknown_name
 from adaroll_env.priors import resolve_difficulty
 from adaroll_env.utilities import get_utility
@@ -101,6 +102,15 @@ class BenchConfig:
     max_group: int | None = field(
         default=None, metadata={"help": "cap on rollouts per question (none: no cap)"}
     )
+    outcomes: str = field(
+        default="binomial",
+        metadata={
+            "help": "how the envs draw rollout outcomes: binomial (the default) or common "
+            "(common random numbers: a question's k-th rollout succeeds on the same draw "
+            "whichever allocator asks for it, so paired differences stay paired and their "
+            "intervals narrow)"
+        },
+    )
     round_size: int | None = field(
         default=None, metadata={"help": "R for the rounds env (none: R = B); excludes --rounds"}
     )
@@ -179,6 +189,8 @@ class BenchConfig:
             get_utility(u)
         if not self.group_size_list:
             raise ValueError("group_sizes is empty: give at least one G, e.g. '8'")
+        if self.outcomes not in OUTCOMES:
+            raise unknown_name("outcomes", self.outcomes, OUTCOMES)
         if self.episodes < 2:
             raise ValueError(
                 f"episodes must be >= 2 for a confidence interval, got {self.episodes}"
@@ -384,6 +396,8 @@ def env_kwargs(cfg: BenchConfig, setting: Setting, spec: str = "") -> dict[str, 
         kw["round_size"] = am.step_round_size(budget, 1, adaptive=True, rounds=setting.rounds)
     if cfg.pilot_threshold:
         kw["pilot_threshold"] = cfg.pilot_threshold
+    if cfg.outcomes != "binomial":
+        kw["outcomes"] = cfg.outcomes
     if spec in REFERENCE_ONLY:
         kw["reveal_truth"] = True
     return kw

@@ -51,6 +51,13 @@ class BenchSB3Config:
     throughput_steps: int = field(
         default=16_384, metadata={"help": "PPO steps per throughput row (0: skip)"}
     )
+    outcomes: str = field(
+        default="binomial",
+        metadata={
+            "help": "the envs' outcomes: binomial (the default) or common (common random "
+            "numbers: the learned model and bamdp stay paired where their allocations differ)"
+        },
+    )
     out: str = field(default="runs", metadata={"help": "folder of the run directory"})
     name: str = field(default="bench-sb3", metadata={"help": "run directory name"})
 
@@ -68,6 +75,7 @@ def paired(env: str, b: int, specs: list[str], cfg: BenchSB3Config) -> dict[str,
         workers=cfg.workers,
         exact=False,
         plots=False,
+        outcomes=cfg.outcomes,
     )
     res = run_benchmark(bench, write=False)
     out: dict[str, dict[int, float]] = {}

@@ -168,3 +168,22 @@ def test_scripts_parse_without_the_trainer(script):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout
+
+
+def test_common_outcomes_reach_the_envs(tmp_path):
+    """``--outcomes common`` goes to every env the bench makes (other draws than the binomial
+    stream's, the same on a rerun); an unknown value names the choices."""
+    from agents.benchmarks.config import Setting, env_kwargs
+
+    cfg = _cfg(tmp_path, envs="rounds", outcomes="common")
+    assert env_kwargs(cfg, Setting("rounds", "rlvr", "snr(8)", 4))["outcomes"] == "common"
+    assert "outcomes" not in env_kwargs(_cfg(tmp_path), Setting("rounds", "rlvr", "snr(8)", 4))
+
+    def utilities(c):
+        return [e["utility"] for e in run_benchmark(c, write=False).episodes]
+
+    common = utilities(cfg)
+    assert common == utilities(_cfg(tmp_path, envs="rounds", outcomes="common"))
+    assert common != utilities(_cfg(tmp_path, envs="rounds"))
+    with pytest.raises(ValueError, match="unknown outcomes 'crn'.*binomial, common"):
+        _cfg(tmp_path, outcomes="crn")
