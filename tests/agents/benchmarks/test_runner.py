@@ -185,5 +185,5 @@ def test_common_outcomes_reach_the_envs(tmp_path):
     common = utilities(cfg)
     assert common == utilities(_cfg(tmp_path, envs="rounds", outcomes="common"))
     assert common != utilities(_cfg(tmp_path, envs="rounds"))
-    with pytest.raises(ValueError, match="unknown outcomes 'crn'.*binomial, common"):
+    with pytest.raises(ValueError, match=r"unknown outcomes 'crn'.*binomial, common"):
         _cfg(tmp_path, outcomes="crn")
