@@ -96,6 +96,12 @@ def main(model_dir: str, out: str, reward: str = "exact") -> None:
         "local_rows": local_rows,
     }
     Path(out, f"rank{rank}.json").write_text(json.dumps(record))
+    # Leave the process group before the interpreter exits: a gloo thread still alive at exit
+    # can abort the process ("terminate called without an active exception", exit -6), seen
+    # once in a full suite run on 2026-12-07 after the worker had written its record.
+    if torch.distributed.is_initialized():
+        trainer.accelerator.wait_for_everyone()
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
