@@ -68,6 +68,7 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
                 "question's k-th rollout the same uniform draw whichever policy asks for it"
             )
         self.outcomes = outcomes
+        self._common_draws = outcomes == "common"  # read on every step
         a, b = resolve_beliefs(self.difficulty, belief, prior_alpha, prior_beta)
         if isinstance(round_schedule, str):  # a spec: counts summing to N − pilot·B, or fractions
             N = 8 * num_questions if budget is None else budget
@@ -191,7 +192,7 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         self._true_p = np.asarray(true_p, dtype=np.float64)
         self._true_p_list: list[float] = self._true_p.tolist()
         state = model.initial_state(p)
-        if self.outcomes == "common":
+        if self._common_draws:
             self._common = CommonOutcomes(self.np_random, self._true_p)
         if p.pilot_rollouts > 0:
             counts = model.pilot_counts(p)
@@ -203,13 +204,13 @@ class _SimulatedAllocationEnv(gym.Env[dict[str, NDArray[np.float32]], Any]):
         self._redirected = 0
         self._last_counts = state.rollouts.copy()
         self._last_action = None
-        if self._mode == "sequential" and self.outcomes == "binomial":
+        if self._mode == "sequential" and not self._common_draws:
             self._uniforms: list[float] = self.np_random.random(p.total_budget).tolist()
         return self._obs(), self._info()
 
     def _successes(self, before: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[Any]:
         """Successes of ``counts`` more rollouts per question after ``before`` of them."""
-        if self.outcomes == "common":
+        if self._common_draws:
             return self._common.successes(before, counts)
         return self.np_random.binomial(counts, self._true_p)  # type: ignore[no-any-return]
 
@@ -435,7 +436,7 @@ class BetaBernoulliEnv(_SimulatedAllocationEnv):
             q = int(np.argmax(var))
             self._redirected += 1
         # Uniforms for the episode's rollouts are drawn once in reset (same stream, cheaper).
-        if self.outcomes == "common":
+        if self._common_draws:
             outcome = self._common.outcome(q, int(self._state.rollouts[q]))
         else:
             outcome = self._uniforms[self._state.spent] < self._true_p_list[q]

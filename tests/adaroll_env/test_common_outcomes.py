@@ -59,19 +59,25 @@ def test_outcomes_are_bernoulli_at_the_true_pass_rate() -> None:
     assert abs(hits - expected) < 4 * np.sqrt(n / 4)
 
 
-def test_the_sequential_env_shares_the_draws_and_the_default_is_unchanged() -> None:
+def test_the_sequential_env_shares_the_draws_and_the_default_draws_as_before() -> None:
     seq = gym.make("AdaRoll/BetaBernoulli-v0", num_questions=4, budget=16, outcomes="common")
     seq.reset(seed=7)
     for q in [0, 1, 2, 3] * 4:
         obs, *_ = seq.step(q)
     assert np.array_equal(obs["successes"], _play([[1, 1, 1, 1]] * 4, outcomes="common"))
-    # the default draws as before: the binomial stream, unchanged by the option's existence
-    default = _play([[1, 1, 1, 1]] * 4, outcomes="binomial")
+    # the default draws as before the option existed: the pass rates, then one binomial a
+    # round, all from the env's seeded stream (replayed here by hand)
+    from gymnasium.utils.seeding import np_random
+
     env = gym.make(ROUNDS, num_questions=4, budget=16, round_size=4)
+    assert env.unwrapped.outcomes == "binomial"
     env.reset(seed=7)
+    rng, _ = np_random(7)
+    p = env.unwrapped.difficulty.sample(rng, 4)
     for _ in range(4):
         obs, *_ = env.step(adaroll_env.encode_counts([1, 1, 1, 1]))
-    assert np.array_equal(obs["successes"], default)
+    expected = sum(rng.binomial(np.ones(4, dtype=np.int64), p) for _ in range(4))
+    assert np.array_equal(obs["successes"], expected)
 
 
 def test_an_unknown_outcomes_value_names_the_choices() -> None:

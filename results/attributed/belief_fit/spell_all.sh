@@ -1,17 +1,5 @@
 #!/bin/bash
-# The spell half tabulated with every entrant that ran there (restores them all from the evidence; runs nothing new).
-# Issue 25, the fitted priors' evidence rule on rg:spell_backward x qwen3, inside TRL 1.14 with
-# the recipe and warm start of results/trl_final/spell_trl114, on the task's validation split
-# (200 words, disjoint from training and test) x 8 every 125 steps; seeds 100-101, 500 steps.
-# Nothing here reads the test split. From the repository root, in .venv-trl114; rerun to resume.
-set -e
-source results/trl_recipe/recipe.sh
-PY="${PY:-.venv-trl114/bin/python}"
-PY="$PY" bash results/attributed/cell_spell_qwen3/warm_start.sh
-$PY -m trainers.cli compete --trainer trl --entrants results/attributed/belief_fit/entrants_spell_ran.yaml \
-  --task 'rg:spell_backward?min_word_len=3&max_word_len=8&num_train=10000' \
-  --model runs/testbed/spell-qwen3/warm_start --max-completion-length 10 \
-  --seeds 2 --first-seed 100 --steps 500 "${TRL_RECIPE[@]}" \
-  --belief-fit discounted --pilot 0 --eval-split validation --eval-every 125 --eval-size none --eval-k 8 \
-  --workers 2 --threads 1 \
-  --no-progress --out runs/attributed/belief_fit/spell --evidence results/attributed/belief_fit/spell "$@"
+# The spell half tabulated with every entrant that ran there (entrants_spell_ran.yaml): spell.sh
+# restores them all from the evidence and runs nothing new. From the repository root.
+ENTRANTS=results/attributed/belief_fit/entrants_spell_ran.yaml \
+  exec bash results/attributed/belief_fit/spell.sh "$@"

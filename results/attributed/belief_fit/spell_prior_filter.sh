@@ -1,17 +1,6 @@
 #!/bin/bash
-# The spell half of "prior_filter as the TRL default" (README.md): spell.sh with the one new entrant.
-# Issue 25, the fitted priors' evidence rule on rg:spell_backward x qwen3, inside TRL 1.14 with
-# the recipe and warm start of results/trl_final/spell_trl114, on the task's validation split
-# (200 words, disjoint from training and test) x 8 every 125 steps; seeds 100-101, 500 steps.
-# Nothing here reads the test split. From the repository root, in .venv-trl114; rerun to resume.
-set -e
-source results/trl_recipe/recipe.sh
-PY="${PY:-.venv-trl114/bin/python}"
-PY="$PY" bash results/attributed/cell_spell_qwen3/warm_start.sh
-$PY -m trainers.cli compete --trainer trl --entrants results/attributed/belief_fit/entrants_spell_prior_filter.yaml \
-  --task 'rg:spell_backward?min_word_len=3&max_word_len=8&num_train=10000' \
-  --model runs/testbed/spell-qwen3/warm_start --max-completion-length 10 \
-  --seeds 2 --first-seed 100 --steps 500 "${TRL_RECIPE[@]}" \
-  --belief-fit discounted --pilot 0 --eval-split validation --eval-every 125 --eval-size none --eval-k 8 \
-  --workers 2 --threads 1 \
-  --no-progress --out runs/attributed/belief_fit/spell --evidence results/attributed/belief_fit/spell "$@"
+# The spell half of "prior_filter as the TRL default" (README.md): spell.sh with the one new
+# entrant alone (entrants_spell_prior_filter.yaml), so that only its two runs run. From the
+# repository root, in .venv-trl114; rerun to resume.
+ENTRANTS=results/attributed/belief_fit/entrants_spell_prior_filter.yaml \
+  exec bash results/attributed/belief_fit/spell.sh "$@"
