@@ -626,7 +626,7 @@ def decide_round(
     (``round_value_curves``), then the split (exact where B·R·M is small enough, else by a
     price with an integer repair)."""
     values, rows = round_value_curves(plan, spec_of, t, s, f, capacity, R)
-    return _split(values, rows, R)
+    return split_curves(values, R, rows)
 
 
 def round_value_curves(
@@ -684,9 +684,14 @@ def _state_rows(
     return first, rows.reshape(-1).astype(np.int64)
 
 
-def _split(values: NDArray[np.float64], rows: NDArray[np.int64], R: int) -> NDArray[np.int64]:
-    """Σ = R over the questions' rows of ``values``: exact where B·R·M is small enough, else by
-    a price with an integer repair (exact again if the repair misses)."""
+def split_curves(
+    values: NDArray[np.float64], R: int, rows: NDArray[np.int64] | None = None
+) -> NDArray[np.int64]:
+    """Σ = R over the questions' rows of ``values`` (value curves, −inf where a count is not
+    allowed; default: a row per question): exact where B·R·M is small enough, else by a price
+    with an integer repair (exact again if the repair misses)."""
+    if rows is None:
+        rows = np.arange(values.shape[0], dtype=np.int64)
     if rows.size * (R + 1) * values.shape[1] > EXACT_SPLIT_CELLS:
         counts = split_round_price(values, R, rows)
         if int(counts.sum()) == R:
@@ -741,7 +746,7 @@ def decide_last_round(
     first, rows = _state_rows(prior_of, s, f, top)  # one row per (prior, s, f, room)
     q = first  # one row per state: its question's own prior
     values = round_values(U, a[q], b[q], u_bar, s[q], f[q], top[q], M)
-    return _split(values, rows, R)
+    return split_curves(values, R, rows)
 
 
 # --- compiled where numba is installed --------------------------------------------------------

@@ -15,7 +15,8 @@ checked: they reach the policy through the observation, episode by episode.
 
 Decisions are deterministic (the policy's mode): in the sequential env the feasible question
 with the highest score (logit or Q-value); in the rounds env the action means clipped to
-[-1, 1], decoded by the env's own ``adaroll_env.model.decode_action``.
+[-1, 1], decoded by the env's own ``adaroll_env.model.decode_action``; for the curve policy
+(``agents.sb3.curves``) the exact split of its predicted value curves.
 """
 
 from __future__ import annotations
@@ -186,7 +187,9 @@ class SB3Allocator(BaseAllocator):
             )
         self.algo: str = self.meta["algo"]
         self.trained_params = params_from_meta(self.meta)
-        self.equivariant = self.meta["policy"] == "equivariant"
+        #: a policy whose weights do not depend on B (the curve policy is equivariant too)
+        self.equivariant = self.meta["policy"] in ("equivariant", "curves")
+        self.curves = self.meta["policy"] == "curves"
         self._models: dict[int, Any] = {}
         self.model = self._load(self.trained_params.num_questions)
 
@@ -234,13 +237,16 @@ class SB3Allocator(BaseAllocator):
         self.model = self._load(params.num_questions)
 
     def scores(self, obs: Obs) -> NDArray[np.float64]:
-        """The policy's per-question scores: logits, Q-values or action means ``[B]``."""
+        """The policy's per-question scores: logits, Q-values or action means ``[B]`` (the curve
+        policy: each question's predicted value of its first rollout of the round)."""
         import torch as th
 
         x = th.as_tensor(flat_features(self.params, obs)[None], device=self.model.device)
         policy = self.model.policy
         with th.no_grad():
-            if self.algo == "dqn":
+            if self.curves:
+                out = policy.marginals(x)[..., 0]
+            elif self.algo == "dqn":
                 out = policy.q_net(x)
             else:
                 dist = policy.get_distribution(x).distribution
@@ -248,7 +254,11 @@ class SB3Allocator(BaseAllocator):
         return np.asarray(out[0].cpu().numpy(), dtype=np.float64)
 
     def allocate(self, obs: Obs) -> NDArray[np.int64]:
-        """Counts for the next decision (argmax over feasible questions, or decoded weights)."""
+        """Counts for the next decision (argmax over feasible questions, decoded weights, or the
+        curve policy's exact split)."""
+        if self.curves:
+            counts: NDArray[np.int64] = self.model.policy.decide(flat_features(self.params, obs))
+            return counts
         b = self.beliefs(obs)
         scores = self.scores(obs)
         if self.params.mode == "sequential":

@@ -38,8 +38,10 @@ __all__ = ["CloneReport", "behaviour_clone", "collect", "count_actions", "expert
 #: A question the expert leaves out is fitted below -1 by this margin (its clipped action is -1).
 ZERO_MARGIN = 0.25
 
-#: what the clone's action means are fitted to: the expert's counts or the value it gives up
-CloneLoss = Literal["squared", "value"]
+#: what the clone's action means are fitted to: the expert's counts or the value it gives up;
+#: or, for the curve policy, the expert's value curves themselves
+CloneLoss = Literal["squared", "value", "curves"]
+CLONE_LOSSES = ("squared", "value", "curves")
 
 
 def _padded(curves: list[NDArray[np.float64]]) -> NDArray[np.float64]:
@@ -58,6 +60,19 @@ def _flat_past_top(curves: NDArray[np.float64]) -> NDArray[np.float64]:
     finite = np.isfinite(curves)
     last = np.where(finite, curves, -np.inf).max(axis=-1, keepdims=True)
     return np.where(finite, curves, last)
+
+
+def curve_marginals(
+    curves: NDArray[np.float64], max_take: int
+) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
+    """Value curves ``[n, B, M + 1]`` → marginals ``[n, B, max_take]`` (v[m] − v[m − 1], m =
+    1..max_take) and where both ends are finite (the targets of the curve policy)."""
+    v = np.full((*curves.shape[:-1], max_take + 1), -np.inf)
+    k = min(curves.shape[-1], max_take + 1)
+    v[..., :k] = curves[..., :k]
+    ok = np.isfinite(v[..., 1:]) & np.isfinite(v[..., :-1])
+    d = np.where(ok, np.nan_to_num(v[..., 1:] - v[..., :-1], neginf=0.0, posinf=0.0), 0.0)
+    return d.astype(np.float32), ok
 
 
 def _value_lost(mean: Any, counts: Any, curves: Any) -> Any:
@@ -221,13 +236,25 @@ def behaviour_clone(
     (``_value_lost``), so a misplaced rollout costs what it costs the utility, not one unit.
     From the expert's states alone it kept 92.8 % of ``bamdp``'s gain at B = 64 where squared
     error kept 34.4 % (no DAgger; ``results/bamdp_rounds/clone_by_value.py``); with DAgger, as
-    ``scripts/train_pretrained.py`` clones, both end near 93-95 % (the simulator results page)."""
+    ``scripts/train_pretrained.py`` clones, both end near 93-95 % (the simulator results page).
+    ``"curves"`` (the curve policy, ``agents.sb3.curves``, only) fits the policy's predicted
+    marginal values to the expert's value curves' (squared error where both ends are finite,
+    over their standard deviation in the first data), and the clone's DAgger episodes are
+    decided by the policy's exact split; the report's ``value_lost_*`` is then the value the
+    decided rounds give up on the expert's curves, per decision."""
     import torch as th
 
-    if loss not in ("squared", "value"):
-        raise ValueError(f"loss must be 'squared' or 'value', got {loss!r}")
+    if loss not in CLONE_LOSSES:
+        raise ValueError(f"loss must be one of {CLONE_LOSSES}, got {loss!r}")
+
+    from agents.sb3.curves import counts_action, is_curve_policy
 
     policy = model.policy
+    if (loss == "curves") != is_curve_policy(policy):
+        raise ValueError(
+            "loss='curves' fits the curve policy ('--policy curves') and only it: give both or "
+            f"neither (loss {loss!r}, policy {type(policy).__name__})"
+        )
     device = policy.device
     B0 = int(env_kwargs.get("num_questions", 16))
     per_question = float(env_kwargs.get("budget", 8 * B0)) / B0
@@ -236,11 +263,12 @@ def behaviour_clone(
         if B != B0:
             kwargs_of[B] = {**env_kwargs, "num_questions": B, "budget": round(per_question * B)}
     base = seed + 20_000
+    with_curves = loss in ("value", "curves")
 
     def gather(
         B: int, n: int, start: int, act: Callable[[NDArray[np.float32]], NDArray[np.float32]] | None
     ) -> tuple[Any, ...]:
-        found: list[NDArray[np.float64]] | None = [] if loss == "value" else None
+        found: list[NDArray[np.float64]] | None = [] if with_curves else None
         x, c, g = collect(env_id, kwargs_of[B], expert, n, start, act, curves=found)
         return (x, c, g) if found is None else (x, c, g, c, _padded(found))
 
@@ -249,10 +277,18 @@ def behaviour_clone(
     data: dict[int, list[tuple[Any, ...]]] = {
         B: [(r[0], count_actions(r[1], K), *r[2:])] for B, r in raw.items()
     }
+    take = int(getattr(policy, "max_take", 0))
+    scale = 1.0
+    if loss == "curves":
+        pooled = [d[ok] for d, ok in (curve_marginals(r[4], take) for r in raw.values())]
+        scale = float(np.concatenate(pooled).std()) or 1.0
 
     def act_at(B: int) -> Callable[[NDArray[np.float32]], NDArray[np.float32]]:
         def act(features: NDArray[np.float32]) -> NDArray[np.float32]:
             with th.no_grad(), _at_size(policy, B):
+                if loss == "curves":
+                    counts = policy.decide(features)
+                    return counts_action(counts, int(counts.sum()))
                 dist = policy.get_distribution(th.as_tensor(features[None], device=device))
                 out = dist.distribution.mean[0].cpu().numpy()
             return np.clip(out, -1.0, 1.0).astype(np.float32)
@@ -262,15 +298,35 @@ def behaviour_clone(
     def tensors() -> dict[int, tuple[Any, ...]]:
         out = {}
         for B, ds in data.items():
-            cols = [np.concatenate([d[k] for d in ds]) for k in range(4 if loss == "value" else 3)]
-            if loss == "value":
-                cols.append(_flat_past_top(_padded([c for d in ds for c in d[4]])))
+            if loss == "curves":
+                d, ok = curve_marginals(_padded([c for e in ds for c in e[4]]), take)
+                x, g = (np.concatenate([e[k] for e in ds]) for k in (0, 2))
+                cols = [x, d / scale, g, ok]
+            else:
+                cols = [np.concatenate([e[k] for e in ds]) for k in range(4 if with_curves else 3)]
+                if with_curves:
+                    cols.append(_flat_past_top(_padded([c for e in ds for c in e[4]])))
             out[B] = tuple(th.as_tensor(col, device=device) for col in cols)
         return out
 
+    def curves_lost() -> float | None:
+        """Value the policy's decided rounds give up on the expert's curves, per decision."""
+        if loss != "curves":
+            return None
+        lost: list[float] = []
+        for B, ds in data.items():
+            with _at_size(policy, B):
+                for e in ds:
+                    for x, c, v in zip(e[0], e[3], _flat_past_top(e[4]), strict=True):
+                        got = np.minimum(policy.decide(x), v.shape[-1] - 1)
+                        rows = np.arange(B)
+                        lost.append(float(v[rows, c].sum() - v[rows, got].sum()))
+        return float(np.mean(lost))
+
     sets = tensors()
-    before = _losses(policy, sets)
-    _fit(policy, sets, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
+    before = _losses(policy, sets, loss)
+    lost_before = curves_lost()
+    _fit(policy, sets, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, loss=loss)
     for it in range(dagger):
         more = max(1, episodes // 2)
         for B in kwargs_of:
@@ -278,8 +334,8 @@ def behaviour_clone(
             data[B].append((r[0], count_actions(r[1], K), *r[2:]))
         sets = tensors()
         _fit(policy, sets, epochs=max(1, epochs // 2), batch_size=batch_size, lr=lr,
-             seed=seed + it + 1)  # fmt: skip
-    after = _losses(policy, sets)
+             seed=seed + it + 1, loss=loss)  # fmt: skip
+    after = _losses(policy, sets, loss)
     return CloneReport(
         expert=expert,
         episodes=episodes,
@@ -290,8 +346,8 @@ def behaviour_clone(
         value_mse_before=before[1],
         value_mse_after=after[1],
         loss=loss,
-        value_lost_before=before[2],
-        value_lost_after=after[2],
+        value_lost_before=before[2] if loss != "curves" else lost_before,
+        value_lost_after=after[2] if loss != "curves" else curves_lost(),
     )
 
 
@@ -304,9 +360,18 @@ def _action_loss(mean: Any, target: Any) -> Any:
     return th.where(target <= -1.0, hinge, mean - target).pow(2).mean()
 
 
-def _losses(policy: Any, sets: dict[int, tuple[Any, ...]]) -> tuple[float, float, float | None]:
+def _curves_loss(policy: Any, X: Any, D: Any, ok: Any) -> Any:
+    """Mean squared error of the curve policy's marginals where the expert's are finite."""
+    err = (policy.marginals(X) - D) ** 2
+    return (err * ok).sum() / ok.sum().clamp(min=1)
+
+
+def _losses(
+    policy: Any, sets: dict[int, tuple[Any, ...]], loss: CloneLoss = "squared"
+) -> tuple[float, float, float | None]:
     """Action and value losses over every size's data, weighted by decisions, and the value
-    the rounds give up where the sets carry the expert's counts and curves."""
+    the soft rounds give up where the sets carry the expert's counts and curves (``loss`` is
+    ``"value"``; for ``"curves"`` the action loss is the marginals' squared error)."""
     import torch as th
 
     total_a = total_v = total_l = 0.0
@@ -314,15 +379,19 @@ def _losses(policy: Any, sets: dict[int, tuple[Any, ...]]) -> tuple[float, float
     with th.no_grad():
         for B, (X, Y, G, *vc) in sets.items():
             with _at_size(policy, B):
-                mean = policy.get_distribution(X).distribution.mean
                 value = policy.predict_values(X).squeeze(-1)
+                if loss == "curves":
+                    action = _curves_loss(policy, X, Y, vc[0])
+                else:
+                    mean = policy.get_distribution(X).distribution.mean
+                    action = _action_loss(mean, Y)
             k = int(X.shape[0])
-            total_a += k * float(_action_loss(mean, Y))
+            total_a += k * float(action)
             total_v += k * float(((value - G) ** 2).mean())
-            if vc:
+            if loss == "value":
                 total_l += k * float(_value_lost(mean, *vc))
             n += k
-    has_curves = all(len(t) > 3 for t in sets.values())
+    has_curves = loss == "value"
     return total_a / n, total_v / n, (total_l / n if has_curves else None)
 
 
@@ -334,6 +403,7 @@ def _fit(
     batch_size: int,
     lr: float,
     seed: int,
+    loss: CloneLoss = "squared",
 ) -> None:
     """Adam with a cosine decay to 0 (a fit that ends at a constant rate stops anywhere in its
     noise, and a round's split is sensitive to small errors in the means); each batch from one
@@ -358,12 +428,19 @@ def _fit(
             B, idx = batches[j]
             X, Y, G, *vc = sets[B]
             with _at_size(policy, B):
-                mean = policy.get_distribution(X[idx]).distribution.mean
                 value = policy.predict_values(X[idx]).squeeze(-1)
+                if loss == "curves":
+                    action = _curves_loss(policy, X[idx], Y[idx], vc[0][idx])
+                else:
+                    mean = policy.get_distribution(X[idx]).distribution.mean
+                    action = (
+                        _value_lost(mean, *(v[idx] for v in vc))
+                        if loss == "value"
+                        else _action_loss(mean, Y[idx])
+                    )
             value_loss = (((value - G[idx]) / scale[B]) ** 2).mean()
-            action = _value_lost(mean, *(v[idx] for v in vc)) if vc else _action_loss(mean, Y[idx])
-            loss = action + value_loss
+            total = action + value_loss
             opt.zero_grad()
-            loss.backward()
+            total.backward()
             opt.step()
             sched.step()

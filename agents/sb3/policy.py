@@ -219,9 +219,17 @@ class EquivariantDQNPolicy(DQNPolicy):
 
 
 def policy_class(algo: str, kind: str) -> Any:
-    """The policy for ``algo`` and ``kind`` (``"equivariant"`` or ``"mlp"``)."""
+    """The policy for ``algo`` and ``kind`` (``"equivariant"``, ``"curves"`` or ``"mlp"``)."""
     if kind == "mlp":
         return "MlpPolicy"
+    if kind == "curves":
+        if algo not in ("ppo", "a2c"):
+            raise ValueError(
+                f"the curve policy is a Box-action actor-critic policy (ppo or a2c), got {algo!r}"
+            )
+        from agents.sb3.curves import EquivariantCurvePolicy
+
+        return EquivariantCurvePolicy
     if algo == "maskable_ppo":
         return EquivariantMaskablePolicy
     if algo == "dqn":

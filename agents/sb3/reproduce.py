@@ -5,7 +5,9 @@ matched belief, B = 16, G = 8, rounds of R = 16, the default ``snr(8)`` utility)
 hyperparameters from ``agents/sb3/hyperparams/ppo.yml``, stopped after ``time_limit_s`` of wall
 time (10 minutes on the 2-core reference machine). The final and the best-evaluated model are
 compared on ``select_episodes`` paired episodes (seeds disjoint from the benchmark's) and the
-better one is copied to ``agents/sb3/pretrained/rounds_rlvr_b16.zip``.
+better one is copied to ``agents/sb3/pretrained/rounds_rlvr_b16.zip``. With ``--policy curves``
+(``agents.sb3.curves``) the model is the clone of ``bamdp``'s value curves, with DAgger, and no
+PPO step is taken (nothing to choose between).
 
     python scripts/train_pretrained.py [--time-limit-s 600] [--seed 0]
 """
@@ -52,10 +54,25 @@ class ReproduceConfig:
     clone_sizes: str = field(
         default="16,64", metadata={"help": "batch sizes of the cloned episodes"}
     )
-    clone_loss: Literal["squared", "value"] = field(
+    clone_loss: Literal["squared", "value", "curves"] = field(
         default="squared",
-        metadata={"help": "what the clone fits: 'squared' (counts) or 'value' (value given up)"},
+        metadata={
+            "help": "what the clone fits: 'squared' (counts), 'value' (value given up) or "
+            "'curves' (bamdp's value curves; --policy curves)"
+        },
     )
+    policy: Literal["equivariant", "curves"] = field(
+        default="equivariant",
+        metadata={
+            "help": "'equivariant' (weights; cloned, then PPO) or 'curves' (value curves split "
+            "exactly; cloned only)"
+        },
+    )
+    hidden: int | None = field(
+        default=None, metadata={"help": "network width (none: the hyperparameter file's, 64)"}
+    )
+    clone_epochs: int = field(default=200, metadata={"help": "passes over the cloned decisions"})
+    clone_dagger: int = field(default=3, metadata={"help": "DAgger iterations of the clone"})
     total_timesteps: int | None = field(
         default=None, metadata={"help": "env steps (None: the hyperparameter file's n_timesteps)"}
     )
@@ -90,7 +107,8 @@ def main(cfg: ReproduceConfig) -> Path:
             algo="ppo",
             env=ENV_ID,
             env_kwargs=json.dumps(ENV_KWARGS),
-            policy="equivariant",
+            policy=cfg.policy,
+            hidden=cfg.hidden,
             seed=cfg.seed,
             eval_freq=50_000,
             eval_episodes=200,
@@ -101,12 +119,16 @@ def main(cfg: ReproduceConfig) -> Path:
             total_timesteps=cfg.total_timesteps,
             clone=cfg.clone,
             clone_episodes=cfg.clone_episodes,
+            clone_epochs=cfg.clone_epochs,
+            clone_dagger=cfg.clone_dagger,
             clone_sizes=cfg.clone_sizes,
             clone_loss=cfg.clone_loss,
             progress=cfg.progress,
         )
     )
-    candidates = [res.model_path] + [p for p in (res.best_path, res.cloned_path) if p]
+    candidates = [res.model_path]
+    if cfg.policy != "curves":  # the curve policy's model is its clone: nothing to choose
+        candidates += [p for p in (res.best_path, res.cloned_path) if p]
     select_seed = 10_007  # disjoint from the benchmark's master seeds
     sizes = [int(x) for x in cfg.select_sizes.split(",") if x.strip()]
     # per-question utility, averaged over the sizes: the model is used at any B
@@ -114,9 +136,9 @@ def main(cfg: ReproduceConfig) -> Path:
         p: float(np.mean([mean_utility(f"sb3:{p}", cfg.select_episodes, select_seed, b) / b
                           for b in sizes]))
         for p in candidates
-    }  # fmt: skip
+    } if len(candidates) > 1 else {res.model_path: float("nan")}  # fmt: skip
     best = max(scores, key=lambda p: scores[p])
-    for p, s in scores.items():
+    for p, s in scores.items() if len(candidates) > 1 else ():
         print(f"{p}: mean utility per question {s:.5f} over {cfg.select_episodes} episodes at "
               f"B = {', '.join(map(str, sizes))}")  # fmt: skip
     dest = Path(cfg.dest)

@@ -71,9 +71,17 @@ class TrainConfig:
         default="{}",
         metadata={"help": "env arguments as a JSON object, e.g. '{\"num_questions\": 16}'"},
     )
-    policy: Literal["equivariant", "mlp"] = field(
+    policy: Literal["equivariant", "curves", "mlp"] = field(
         default="equivariant",
-        metadata={"help": "'equivariant' (one network scores every question) or 'mlp' baseline"},
+        metadata={
+            "help": "'equivariant' (one network scores every question), 'curves' (one network "
+            "predicts every question's value curve and the round is split exactly; fitted by "
+            "--clone bamdp --clone-loss curves alone, no PPO steps) or 'mlp' baseline"
+        },
+    )
+    hidden: int | None = field(
+        default=None,
+        metadata={"help": "width of the equivariant or curve network (none: the YAML's, 64)"},
     )
     total_timesteps: int | None = field(
         default=None,
@@ -122,13 +130,19 @@ class TrainConfig:
     )
     clone_episodes: int = field(default=2000, metadata={"help": "expert episodes behind --clone"})
     clone_epochs: int = field(default=200, metadata={"help": "passes over the cloned decisions"})
-    clone_loss: Literal["squared", "value"] = field(
+    clone_loss: Literal["squared", "value", "curves"] = field(
         default="squared",
         metadata={
-            "help": "what --clone fits: 'squared' (the expert's counts, squared error) or 'value' "
-            "(the value the decoded round gives up on the expert's own value curves; bamdp only)"
+            "help": "what --clone fits: 'squared' (the expert's counts, squared error), 'value' "
+            "(the value the decoded round gives up on the expert's own value curves; bamdp only) "
+            "or 'curves' (bamdp's value curves themselves; --policy curves only)"
         },
     )
+    clone_dagger: int = field(
+        default=3,
+        metadata={"help": "DAgger iterations after the first fit (the clone drives, the expert "
+                  "labels; each adds half of --clone-episodes)"},
+    )  # fmt: skip
     clone_sizes: str = field(
         default="",
         metadata={
@@ -147,10 +161,34 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1 (or none), got {v}")
         if self.eval_episodes < 1:
             raise ValueError(f"eval_episodes must be >= 1, got {self.eval_episodes}")
-        if self.clone_loss == "value" and not self.clone:
+        if self.clone_loss != "squared" and not self.clone:
             raise ValueError(
-                "--clone-loss value says what a clone fits, and there is no --clone: give "
-                "--clone bamdp, or drop --clone-loss"
+                f"--clone-loss {self.clone_loss} says what a clone fits, and there is no --clone: "
+                "give --clone bamdp, or drop --clone-loss"
+            )
+        if self.hidden is not None and (self.hidden < 1 or self.policy == "mlp"):
+            raise ValueError(
+                f"hidden ({self.hidden}) is the width of the equivariant or curve network: give "
+                "a positive width with --policy equivariant or curves, or leave it out"
+            )
+        if self.policy == "curves":
+            if not self.clone or self.clone_loss != "curves":
+                raise ValueError(
+                    "--policy curves is fitted by cloning alone (PPO cannot differentiate "
+                    "through its exact split): give --clone bamdp --clone-loss curves"
+                )
+            if self.total_timesteps is not None:
+                raise ValueError(
+                    f"--total-timesteps {self.total_timesteps}: --policy curves takes no PPO "
+                    "steps (its action is an exact split, with no policy gradient); leave it "
+                    "out, the clone is the model"
+                )
+            if self.algo not in ("ppo", "a2c"):
+                raise ValueError(f"--policy curves needs --algo ppo or a2c, got {self.algo!r}")
+        elif self.clone_loss == "curves":
+            raise ValueError(
+                "--clone-loss curves fits a network of value curves: give --policy curves, or "
+                "--clone-loss squared / value for the equivariant policy"
             )
         if self.clone:
             if "Rounds" not in self.env:
@@ -163,10 +201,12 @@ class TrainConfig:
                     "--clone starts a policy from an expert, --resume continues a trained one: "
                     "give one of them"
                 )
-            if self.clone_loss not in ("squared", "value"):
+            if self.clone_loss not in ("squared", "value", "curves"):
                 raise ValueError(
-                    f"clone_loss must be 'squared' or 'value', got {self.clone_loss!r}"
+                    f"clone_loss must be 'squared', 'value' or 'curves', got {self.clone_loss!r}"
                 )
+            if self.clone_dagger < 0:
+                raise ValueError(f"clone_dagger must be >= 0, got {self.clone_dagger}")
             for name in ("clone_episodes", "clone_epochs"):
                 if getattr(self, name) < 1:
                     raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -483,6 +523,12 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
         policy_kwargs = dict(hp.get("policy_kwargs") or {})
         if cfg.policy == "mlp":
             policy_kwargs.pop("hidden", None)  # the equivariant policy's width only
+        elif cfg.hidden is not None:
+            policy_kwargs["hidden"] = cfg.hidden
+        if cfg.policy == "curves":
+            # the cap at any B follows from these (agents.sb3.curves.cap_at)
+            per_question = params.total_budget / params.num_questions
+            policy_kwargs["cap_rule"] = (params.max_group, per_question, params.pilot)
         model = Algo(
             policy_class(cfg.algo, cfg.policy),
             venv,
@@ -508,6 +554,7 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
             sizes=cfg.clone_size_list(),
             seed=cfg.seed,
             loss=cfg.clone_loss,
+            dagger=cfg.clone_dagger,
         )
         cloned_path = save_model(model, run_dir / "cloned.zip", meta)
         (run_dir / "clone.json").write_text(json.dumps(dataclasses.asdict(report), indent=2) + "\n")
@@ -516,6 +563,8 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
             f"action MSE {report.action_mse_before:.3f} -> {report.action_mse_after:.3f}; "
             f"{cloned_path}"
         )
+    if cfg.policy == "curves":
+        return _finish_clone_only(cfg, run_dir, model, meta, params, venv, eval_env)
     start_steps = int(model.num_timesteps)
     t0 = time.perf_counter()
     model.learn(
@@ -581,6 +630,40 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
         f"model: {model_path}" + (f"; best: {result.best_path}" if result.best_path else "")
     )
     return result
+
+
+def _finish_clone_only(
+    cfg: TrainConfig,
+    run_dir: Path,
+    model: Any,
+    meta: dict[str, Any],
+    params: AllocationParams,
+    *envs: Any,
+) -> TrainResult:
+    """The curve policy's run: the clone is the model (no PPO steps); ``model.zip`` and
+    ``result.json`` as a trained run writes them, then the run is marked done."""
+    for env in envs:
+        env.close()
+    model_path = save_model(model, run_dir / "model.zip", meta)
+    summary = {
+        "timesteps": 0,
+        "fitted_by": f"cloning {cfg.clone} (--policy curves takes no PPO steps)",
+        "params": params.to_dict(),
+        "python": platform.python_version(),
+    }
+    (run_dir / "result.json").write_text(json.dumps(summary, indent=2) + "\n")
+    mark_done(run_dir, {"timesteps": 0})
+    print(f"the curve policy is the clone (no PPO steps); model: {model_path}")
+    return TrainResult(
+        run_dir=run_dir,
+        model_path=model_path,
+        best_path=None,
+        timesteps=0,
+        seconds=0.0,
+        steps_per_second=float("nan"),
+        evaluations=[],
+        cloned_path=run_dir / "cloned.zip",
+    )
 
 
 #: what a run of ``adaroll train-sb3`` writes: a fresh start sets these aside, never overwrites
