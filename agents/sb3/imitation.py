@@ -71,7 +71,8 @@ def curve_marginals(
     k = min(curves.shape[-1], max_take + 1)
     v[..., :k] = curves[..., :k]
     ok = np.isfinite(v[..., 1:]) & np.isfinite(v[..., :-1])
-    d = np.where(ok, np.nan_to_num(v[..., 1:] - v[..., :-1], neginf=0.0, posinf=0.0), 0.0)
+    with np.errstate(invalid="ignore"):  # −inf − (−inf) where the curve has ended: masked
+        d = np.where(ok, np.nan_to_num(v[..., 1:] - v[..., :-1], neginf=0.0, posinf=0.0), 0.0)
     return d.astype(np.float32), ok
 
 

@@ -48,6 +48,7 @@ from agents.bamdp.rounds import split_round_exact
 from agents.benchmarks.runner import run_episodes
 from agents.registry import make_allocator
 from agents.sb3.features import N_CONTEXT, N_FEATURES, flat_features
+from agents.sb3.imitation import curve_marginals
 from results.bamdp_rounds.clone_by_value import EVAL_SEED, M_MAX, collect, drive_policy, make_env
 from results.bamdp_rounds.clone_fit import SIZES, fit
 
@@ -79,9 +80,7 @@ class CurveNet(nn.Module):
 
 def marginals(v: NDArray[np.float64]) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
     """Curves ``[n, B, M_MAX]`` → marginals ``[n, B, M_MAX − 1]`` and where they are finite."""
-    ok = np.isfinite(v[..., 1:]) & np.isfinite(v[..., :-1])
-    d = np.where(ok, np.nan_to_num(v[..., 1:] - v[..., :-1], neginf=0.0, posinf=0.0), 0.0)
-    return d.astype(np.float32), ok
+    return curve_marginals(v, M_MAX - 1)
 
 
 def train(data: dict[int, tuple[Any, ...]], epochs: int, hidden: int) -> tuple[CurveNet, float]:

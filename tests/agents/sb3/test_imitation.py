@@ -140,7 +140,7 @@ def test_the_value_loss_needs_an_expert_with_value_curves(tmp_path):
         collect(ROUNDS, SMALL, "uniform", 1, 0, curves=[])
     with pytest.raises(ValueError, match="there is no --clone"):
         TrainConfig(clone_loss="value")
-    with pytest.raises(ValueError, match="clone_loss must be 'squared' or 'value'"):
+    with pytest.raises(ValueError, match="clone_loss must be 'squared', 'value' or 'curves'"):
         TrainConfig(clone="bamdp", clone_loss="huber")  # type: ignore[arg-type]
 
 
