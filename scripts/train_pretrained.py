@@ -1,6 +1,6 @@
 """Reproduce the shipped ``sb3:pretrained`` allocator (the logic is ``agents.sb3.reproduce``).
 
-python scripts/train_pretrained.py [--time-limit-s 600] [--seed 0]
+python scripts/train_pretrained.py [--seed 0] [--dest runs/candidate.zip]
 """
 
 from __future__ import annotations

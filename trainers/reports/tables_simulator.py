@@ -130,6 +130,27 @@ def sb3_quality_seed1(data: Data, out: Output) -> str:
     return table([*_SB3_HEAD, "pooled with the 1,000 above"], rows, "ll" + "r" * 8)
 
 
+@block("sb3_curves", "results/bamdp_rounds/curve_policy")
+def sb3_curves(data: Data, out: Output) -> str:
+    """The curve policy's measurement by its rule (``README.md`` there): the candidate on
+    common-outcome episodes (the rule's read), the model it replaced on the same episodes, and
+    the candidate on binomial episodes, 4,000 paired episodes a setting, master seed 7."""
+    runs = [
+        ("curve policy (shipped since 2026-12-07), common outcomes", "bench_curves_common.json"),
+        ("equivariant weights (shipped before), common outcomes", "bench_shipped_common.json"),
+        ("curve policy, binomial outcomes", "bench_curves_binomial.json"),
+    ]
+    rows = []
+    for label, name in runs:
+        for row in _sb3_rows(data.json(name)):
+            rows.append([label, *row[:1], *row[2:]])
+    head = ["model, outcomes", _SB3_HEAD[0], *_SB3_HEAD[2:]]
+    return table(head, rows, "ll" + "r" * 7) + (
+        "\n\nFrom `results/bamdp_rounds/curve_policy/bench_*.json` (commands, plan and rule in "
+        "its `README.md`)."
+    )
+
+
 @block("leaderboard", "results/demo_leaderboard")
 def leaderboard(data: Data, out: Output) -> str:
     """``summary.csv`` through the benchmark's own table (``agents.benchmarks.tables``), best

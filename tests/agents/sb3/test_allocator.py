@@ -193,7 +193,7 @@ def test_pretrained_ships_and_acts():
     assert PRETRAINED.is_file(), "run scripts/train_pretrained.py to rebuild sb3:pretrained"
     assert PRETRAINED.stat().st_size < 2_000_000
     meta = read_meta(PRETRAINED)
-    assert meta["params"]["num_questions"] == 16 and meta["policy"] == "equivariant"
+    assert meta["params"]["num_questions"] == 16 and meta["policy"] == "curves"
     env = gym.make(ROUNDS, num_questions=16)
     alloc = agents.make_allocator("sb3:pretrained", env, seed=0)
     assert alloc.name == "sb3:pretrained"

@@ -74,7 +74,8 @@ def test_main_ships_the_better_model(tmp_path, monkeypatch):
     monkeypatch.setattr(reproduce, "train", fake_train)
     monkeypatch.setattr(reproduce, "mean_utility", fake_score)
     dest = tmp_path / "shipped" / "rounds.zip"
-    cfg = ReproduceConfig(time_limit_s=5.0, seed=3, out=str(tmp_path), dest=str(dest))
+    cfg = ReproduceConfig(time_limit_s=5.0, seed=3, out=str(tmp_path), dest=str(dest),
+                          policy="equivariant", clone_loss="squared", hidden=None)  # fmt: skip
     assert reproduce.main(cfg) == dest
     # the best mean per-question utility over B = 16 and 64: cloned (0.435) over best (0.425)
     assert dest.read_bytes() == b"cloned model"
@@ -93,3 +94,35 @@ def test_main_ships_the_better_model(tmp_path, monkeypatch):
     )
     reproduce.main(cfg)
     assert dest.read_bytes() == b"final model"
+
+
+def test_by_default_the_curve_policy_is_cloned_and_ships_as_it_is(tmp_path, monkeypatch):
+    """The defaults reproduce the shipped model: the curve policy, width 128, cloned from
+    ``bamdp``'s curves (400 epochs, three DAgger iterations, B = 16 and 64); nothing is scored,
+    the model (its clone) is copied."""
+    model = tmp_path / "model.zip"
+    model.write_bytes(b"curve model")
+    seen = {}
+
+    def fake_train(cfg):
+        seen["cfg"] = cfg
+        return TrainResult(tmp_path, model, None, 0, 0.0, float("nan"), [], cloned_path=model)
+
+    def no_score(*args, **kwargs):
+        raise AssertionError("nothing to choose between: no episodes are scored")
+
+    monkeypatch.setattr(reproduce, "train", fake_train)
+    monkeypatch.setattr(reproduce, "mean_utility", no_score)
+    dest = tmp_path / "shipped.zip"
+    assert reproduce.main(ReproduceConfig(out=str(tmp_path), dest=str(dest))) == dest
+    assert dest.read_bytes() == b"curve model"
+    c = seen["cfg"]
+    assert (c.policy, c.hidden, c.clone, c.clone_loss) == ("curves", 128, "bamdp", "curves")
+    assert (c.clone_episodes, c.clone_epochs, c.clone_dagger, c.clone_sizes) == (
+        600,
+        400,
+        3,
+        "16,64",
+    )
+    assert c.total_timesteps is None
+    assert read_meta(PRETRAINED)["policy"] == "curves"
