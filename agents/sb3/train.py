@@ -560,8 +560,15 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
         (run_dir / "clone.json").write_text(json.dumps(dataclasses.asdict(report), indent=2) + "\n")
         print(
             f"cloned {cfg.clone} from {report.decisions} decisions of {report.episodes} episodes: "
-            f"action MSE {report.action_mse_before:.3f} -> {report.action_mse_after:.3f}; "
-            f"{cloned_path}"
+            f"{'marginals' if cfg.clone_loss == 'curves' else 'action'} MSE "
+            f"{report.action_mse_before:.3g} -> {report.action_mse_after:.3g}"
+            + (
+                f", value given up a decision {report.value_lost_before:.3g} -> "
+                f"{report.value_lost_after:.3g}"
+                if report.value_lost_after is not None and report.value_lost_before is not None
+                else ""
+            )
+            + f"; {cloned_path}"
         )
     if cfg.policy == "curves":
         return _finish_clone_only(cfg, run_dir, model, meta, params, venv, eval_env)
