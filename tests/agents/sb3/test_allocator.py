@@ -200,6 +200,26 @@ def test_pretrained_ships_and_acts():
     agents.check_allocator(alloc, env, episodes=1)
 
 
+def test_pretrained_decides_rounds_of_bamdps_value():
+    """On ``bamdp``'s own states (rlvr, B = 16, seeds no training used) the shipped curve
+    policy's rounds give up on ``bamdp``'s value curves under 2e-4 utility a decision (1.2e-5
+    when written), where the equivariant-weights model shipped before gives up 9.7e-4 and an even
+    split 0.033: a weaker model shipped by mistake fails."""
+    env = gym.make(ROUNDS, num_questions=16, budget=128, difficulty="rlvr", utility="snr(8)")
+    expert = agents.make_allocator("bamdp", env)
+    shipped = agents.make_allocator("sb3:pretrained", env)
+    rows = np.arange(16)
+    lost = []
+    for seed in range(900, 910):
+        obs, _ = env.reset(seed=seed)
+        done = False
+        while not done:
+            b, v = expert.allocate(obs), expert.round_value_curves(obs)
+            lost.append(v[rows, b].sum() - v[rows, shipped.allocate(obs)].sum())
+            obs, _, done, _, _ = env.step(adaroll_env.encode_counts(b))
+    assert np.mean(lost) < 2e-4
+
+
 def test_parallel_benchmark_runs_a_learned_allocator(saved):
     """Forked benchmark workers after torch was used in the parent must not deadlock."""
     from agents.benchmarks import BenchConfig, run_benchmark
