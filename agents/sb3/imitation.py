@@ -219,6 +219,7 @@ def behaviour_clone(
     lr: float = 1e-3,
     seed: int = 0,
     loss: CloneLoss = "squared",
+    progress: bool = False,
 ) -> CloneReport:
     """Fit ``model.policy`` (an SB3 actor-critic with Box actions) to ``expert``'s decisions in
     place: action mean by squared error to the expert's encoded counts, value by squared error
@@ -242,8 +243,17 @@ def behaviour_clone(
     marginal values to the expert's value curves' (squared error where both ends are finite,
     over their standard deviation in the first data), and the clone's DAgger episodes are
     decided by the policy's exact split; the report's ``value_lost_*`` is then the value the
-    decided rounds give up on the expert's curves, per decision."""
+    decided rounds give up on the expert's curves, per decision. ``progress``: a progress bar
+    over the fit's epochs (DAgger's included), naming the phase."""
     import torch as th
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     if loss not in CLONE_LOSSES:
         raise ValueError(f"loss must be one of {CLONE_LOSSES}, got {loss!r}")
@@ -273,83 +283,99 @@ def behaviour_clone(
         x, c, g = collect(env_id, kwargs_of[B], expert, n, start, act, curves=found)
         return (x, c, g) if found is None else (x, c, g, c, _padded(found))
 
-    raw = {B: gather(B, episodes, base, None) for B in kwargs_of}
-    K = max(int(r[1].max()) for r in raw.values())
-    data: dict[int, list[tuple[Any, ...]]] = {
-        B: [(r[0], count_actions(r[1], K), *r[2:])] for B, r in raw.items()
-    }
-    take = int(getattr(policy, "max_take", 0))
-    scale = 1.0
-    if loss == "curves":
-        pooled = [d[ok] for d, ok in (curve_marginals(r[4], take) for r in raw.values())]
-        scale = float(np.concatenate(pooled).std()) or 1.0
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TimeRemainingColumn(), disable=not progress,
+                   transient=True)  # fmt: skip
+    task = bar.add_task(f"cloning {expert}: expert episodes",
+                        total=epochs + dagger * max(1, epochs // 2))  # fmt: skip
 
-    def act_at(B: int) -> Callable[[NDArray[np.float32]], NDArray[np.float32]]:
-        def act(features: NDArray[np.float32]) -> NDArray[np.float32]:
-            with th.no_grad(), _at_size(policy, B):
+    def tick() -> None:
+        bar.advance(task)
+
+    with bar:
+        raw = {B: gather(B, episodes, base, None) for B in kwargs_of}
+        K = max(int(r[1].max()) for r in raw.values())
+        data: dict[int, list[tuple[Any, ...]]] = {
+            B: [(r[0], count_actions(r[1], K), *r[2:])] for B, r in raw.items()
+        }
+        take = int(getattr(policy, "max_take", 0))
+        scale = 1.0
+        if loss == "curves":
+            pooled = [d[ok] for d, ok in (curve_marginals(r[4], take) for r in raw.values())]
+            scale = float(np.concatenate(pooled).std()) or 1.0
+
+        def act_at(B: int) -> Callable[[NDArray[np.float32]], NDArray[np.float32]]:
+            def act(features: NDArray[np.float32]) -> NDArray[np.float32]:
+                with th.no_grad(), _at_size(policy, B):
+                    if loss == "curves":
+                        counts = policy.decide(features)
+                        return counts_action(counts, int(counts.sum()))
+                    dist = policy.get_distribution(th.as_tensor(features[None], device=device))
+                    out = dist.distribution.mean[0].cpu().numpy()
+                return np.clip(out, -1.0, 1.0).astype(np.float32)
+
+            return act
+
+        def tensors() -> dict[int, tuple[Any, ...]]:
+            out = {}
+            for B, ds in data.items():
                 if loss == "curves":
-                    counts = policy.decide(features)
-                    return counts_action(counts, int(counts.sum()))
-                dist = policy.get_distribution(th.as_tensor(features[None], device=device))
-                out = dist.distribution.mean[0].cpu().numpy()
-            return np.clip(out, -1.0, 1.0).astype(np.float32)
+                    d, ok = curve_marginals(_padded([c for e in ds for c in e[4]]), take)
+                    x, g = (np.concatenate([e[k] for e in ds]) for k in (0, 2))
+                    cols = [x, d / scale, g, ok]
+                else:
+                    cols = [
+                        np.concatenate([e[k] for e in ds]) for k in range(4 if with_curves else 3)
+                    ]
+                    if with_curves:
+                        cols.append(_flat_past_top(_padded([c for e in ds for c in e[4]])))
+                out[B] = tuple(th.as_tensor(col, device=device) for col in cols)
+            return out
 
-        return act
+        def curves_lost() -> float | None:
+            """Value the policy's decided rounds give up on the expert's curves, per decision."""
+            if loss != "curves":
+                return None
+            lost: list[float] = []
+            for B, ds in data.items():
+                with _at_size(policy, B):
+                    for e in ds:
+                        for x, c, v in zip(e[0], e[3], _flat_past_top(e[4]), strict=True):
+                            got = np.minimum(policy.decide(x), v.shape[-1] - 1)
+                            rows = np.arange(B)
+                            lost.append(float(v[rows, c].sum() - v[rows, got].sum()))
+            return float(np.mean(lost))
 
-    def tensors() -> dict[int, tuple[Any, ...]]:
-        out = {}
-        for B, ds in data.items():
-            if loss == "curves":
-                d, ok = curve_marginals(_padded([c for e in ds for c in e[4]]), take)
-                x, g = (np.concatenate([e[k] for e in ds]) for k in (0, 2))
-                cols = [x, d / scale, g, ok]
-            else:
-                cols = [np.concatenate([e[k] for e in ds]) for k in range(4 if with_curves else 3)]
-                if with_curves:
-                    cols.append(_flat_past_top(_padded([c for e in ds for c in e[4]])))
-            out[B] = tuple(th.as_tensor(col, device=device) for col in cols)
-        return out
-
-    def curves_lost() -> float | None:
-        """Value the policy's decided rounds give up on the expert's curves, per decision."""
-        if loss != "curves":
-            return None
-        lost: list[float] = []
-        for B, ds in data.items():
-            with _at_size(policy, B):
-                for e in ds:
-                    for x, c, v in zip(e[0], e[3], _flat_past_top(e[4]), strict=True):
-                        got = np.minimum(policy.decide(x), v.shape[-1] - 1)
-                        rows = np.arange(B)
-                        lost.append(float(v[rows, c].sum() - v[rows, got].sum()))
-        return float(np.mean(lost))
-
-    sets = tensors()
-    before = _losses(policy, sets, loss)
-    lost_before = curves_lost()
-    _fit(policy, sets, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, loss=loss)
-    for it in range(dagger):
-        more = max(1, episodes // 2)
-        for B in kwargs_of:
-            r = gather(B, more, base + episodes + it * more, act_at(B))
-            data[B].append((r[0], count_actions(r[1], K), *r[2:]))
         sets = tensors()
-        _fit(policy, sets, epochs=max(1, epochs // 2), batch_size=batch_size, lr=lr,
-             seed=seed + it + 1, loss=loss)  # fmt: skip
-    after = _losses(policy, sets, loss)
-    return CloneReport(
-        expert=expert,
-        episodes=episodes,
-        decisions=sum(int(t[0].shape[0]) for t in sets.values()),
-        epochs=epochs,
-        action_mse_before=before[0],
-        action_mse_after=after[0],
-        value_mse_before=before[1],
-        value_mse_after=after[1],
-        loss=loss,
-        value_lost_before=before[2] if loss != "curves" else lost_before,
-        value_lost_after=after[2] if loss != "curves" else curves_lost(),
-    )
+        before = _losses(policy, sets, loss)
+        lost_before = curves_lost()
+        bar.update(task, description=f"cloning {expert}: fit")
+        _fit(policy, sets, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, loss=loss,
+             on_epoch=tick)  # fmt: skip
+        for it in range(dagger):
+            more = max(1, episodes // 2)
+            bar.update(task, description=f"cloning {expert}: DAgger {it + 1}/{dagger}, episodes")
+            for B in kwargs_of:
+                r = gather(B, more, base + episodes + it * more, act_at(B))
+                data[B].append((r[0], count_actions(r[1], K), *r[2:]))
+            sets = tensors()
+            bar.update(task, description=f"cloning {expert}: DAgger {it + 1}/{dagger}, fit")
+            _fit(policy, sets, epochs=max(1, epochs // 2), batch_size=batch_size, lr=lr,
+                 seed=seed + it + 1, loss=loss, on_epoch=tick)  # fmt: skip
+        after = _losses(policy, sets, loss)
+        return CloneReport(
+            expert=expert,
+            episodes=episodes,
+            decisions=sum(int(t[0].shape[0]) for t in sets.values()),
+            epochs=epochs,
+            action_mse_before=before[0],
+            action_mse_after=after[0],
+            value_mse_before=before[1],
+            value_mse_after=after[1],
+            loss=loss,
+            value_lost_before=before[2] if loss != "curves" else lost_before,
+            value_lost_after=after[2] if loss != "curves" else curves_lost(),
+        )
 
 
 def _action_loss(mean: Any, target: Any) -> Any:
@@ -405,6 +431,7 @@ def _fit(
     lr: float,
     seed: int,
     loss: CloneLoss = "squared",
+    on_epoch: Callable[[], None] | None = None,
 ) -> None:
     """Adam with a cosine decay to 0 (a fit that ends at a constant rate stops anywhere in its
     noise, and a round's split is sensitive to small errors in the means); each batch from one
@@ -445,3 +472,5 @@ def _fit(
             total.backward()
             opt.step()
             sched.step()
+        if on_epoch is not None:
+            on_epoch()

@@ -555,6 +555,7 @@ def _train(cfg: TrainConfig, stop: SignalStop) -> TrainResult:
             seed=cfg.seed,
             loss=cfg.clone_loss,
             dagger=cfg.clone_dagger,
+            progress=cfg.progress,
         )
         cloned_path = save_model(model, run_dir / "cloned.zip", meta)
         (run_dir / "clone.json").write_text(json.dumps(dataclasses.asdict(report), indent=2) + "\n")

@@ -257,3 +257,16 @@ def test_the_curves_loss_and_the_curve_policy_go_together():
     curve_model, _ = _untrained(B=4, **{k: v for k, v in SMALL.items() if k != "num_questions"})
     with pytest.raises(ValueError, match="loss='curves' fits the curve policy"):
         behaviour_clone(curve_model, ROUNDS, SMALL, loss="squared", episodes=1, epochs=1)
+
+
+def test_the_clones_progress_bar_changes_nothing(tmp_path, capsys):
+    """``progress=True`` (what ``train-sb3`` passes unless ``--no-progress``) fits the same
+    clone as without it."""
+    from agents.sb3.imitation import behaviour_clone
+
+    reports = []
+    for progress in (False, True):
+        model, _ = _untrained(B=4, **{k: v for k, v in SMALL.items() if k != "num_questions"})
+        reports.append(behaviour_clone(model, ROUNDS, SMALL, loss="curves", episodes=4, epochs=3,
+                                       dagger=1, progress=progress))  # fmt: skip
+    assert reports[0] == reports[1] and reports[0].decisions == (4 + 2) * 4
