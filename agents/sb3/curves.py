@@ -155,23 +155,29 @@ class EquivariantCurvePolicy(EquivariantActorCriticPolicy):
         """Predicted marginal values ``[batch, B, max_take]``."""
         return self.mlp_extractor.marginals(features)  # type: ignore[operator,no-any-return]
 
+    def decide_many(self, features: NDArray[np.float32]) -> NDArray[np.int64]:
+        """Counts ``[n, B]`` of n decisions from their flat features ``[n, B·F + C]``: one
+        forward pass, then each decision's split."""
+        B = self.mlp_extractor.num_questions
+        rows = np.asarray(features, dtype=np.float32).reshape(-1, features.shape[-1])
+        with th.no_grad():
+            d = self.marginals(th.as_tensor(rows, device=self.device)).cpu().numpy()
+        cap = cap_at(self.cap_rule, B)
+        out = np.empty((rows.shape[0], B), dtype=np.int64)
+        for k, x in enumerate(rows):
+            capacity, R = room_and_round(x, B, cap)
+            out[k] = split_predicted(d[k].astype(np.float64), capacity, R)
+        return out
+
     def decide(self, features: NDArray[np.float32]) -> NDArray[np.int64]:
         """Counts of one decision from its flat features ``[B·F + C]``."""
-        B = self.mlp_extractor.num_questions
-        x = th.as_tensor(np.asarray(features, dtype=np.float32)[None], device=self.device)
-        with th.no_grad():
-            d = self.marginals(x)[0].cpu().numpy().astype(np.float64)
-        capacity, R = room_and_round(features, B, cap_at(self.cap_rule, B))
-        return split_predicted(d, capacity, R)
+        return self.decide_many(features[None])[0]
 
     def _predict(self, observation: Any, deterministic: bool = False) -> th.Tensor:
         """The decoded weights of each observation in the batch (deterministic either way)."""
-        rows = observation.detach().cpu().numpy().astype(np.float32)
-        out = np.empty((rows.shape[0], self.mlp_extractor.num_questions), dtype=np.float32)
-        for k, x in enumerate(rows):
-            counts = self.decide(x)
-            out[k] = counts_action(counts, int(counts.sum()))
-        return th.as_tensor(out, device=self.device)
+        counts = self.decide_many(observation.detach().cpu().numpy())
+        weights = np.stack([counts_action(c, int(c.sum())) for c in counts])
+        return th.as_tensor(weights, device=self.device)
 
     def forward(self, obs: th.Tensor, deterministic: bool = False) -> Any:
         """Refused: the curve policy is not trained by a policy gradient (module doc)."""

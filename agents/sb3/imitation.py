@@ -340,10 +340,11 @@ def behaviour_clone(
             for B, ds in data.items():
                 with _at_size(policy, B):
                     for e in ds:
-                        for x, c, v in zip(e[0], e[3], _flat_past_top(e[4]), strict=True):
-                            got = np.minimum(policy.decide(x), v.shape[-1] - 1)
-                            rows = np.arange(B)
-                            lost.append(float(v[rows, c].sum() - v[rows, got].sum()))
+                        v = _flat_past_top(e[4])
+                        got = np.minimum(policy.decide_many(e[0]), v.shape[-1] - 1)
+                        best = np.take_along_axis(v, e[3][..., None], -1).sum(axis=(1, 2))
+                        mine = np.take_along_axis(v, got[..., None], -1).sum(axis=(1, 2))
+                        lost.extend((best - mine).tolist())
             return float(np.mean(lost))
 
         sets = tensors()
