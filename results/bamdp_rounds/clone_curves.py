@@ -25,7 +25,8 @@ the curves* and decodes the round by the same knapsack keeps the gain:
 Each fitted network then drives 2,000 paired episodes a B (master seed 5, as
 ``clone_by_value.py``), beside ``uniform`` and ``bamdp``; reported: its share of ``bamdp``'s
 gain over ``uniform`` and its paired difference from ``bamdp``. Writes ``clone_curves.json``.
-Not a shipped model: a design check for ``sb3:pretrained``.
+Not a shipped model: a design check for ``sb3:pretrained``, kept as it ran; the shipped form of
+this design is ``agents.sb3.curves`` (the room read from the features, DAgger).
 
     python results/bamdp_rounds/clone_curves.py [--episodes 600] [--epochs 200] [--eval 2000]
 """
